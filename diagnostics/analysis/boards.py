@@ -8,7 +8,7 @@ from collections.abc import Collection, Hashable, Mapping
 import pandas as pd
 
 from ..components import CHIP_PREFIX
-from ..config.platforms import all_platforms, platform_for_model
+from ..config.platforms import all_platforms, has_nvswitch, platform_for_model
 from ..enums import LinkType
 from ..errors import ConfigError
 from ..model import Finding
@@ -185,13 +185,21 @@ def gpu_count(platform: str | None) -> int | None:
     return int(data["gpu_count"]) if data and "gpu_count" in data else None
 
 
-def model_boards(platform: str | None) -> tuple[int, ...]:
-    """The GPU counts of the boards the platform's GPU model is built into (`model_boards`; default: its own count):
-    a platform told only from the model does not tell which of them a node is."""
-    data = all_platforms().get(platform or "")
-    if not data:
-        return ()
-    return tuple(int(n) for n in data.get("model_boards", [data.get("gpu_count", 0)]))
+def no_fabric_manager(platform: str | None, guess: str | None, gpus: int) -> str | None:
+    """Why a node whose NVLinks are all inactive has no NVSwitch, so no Fabric Manager to blame, where no one named a
+    platform that has them: two GPUs (no NVSwitch board holds two), four on no known board (a 4-GPU board joins its
+    GPUs directly), or a platform told from the GPU model that has none (an H100 NVL's bridged pairs). None where
+    the node may run one (a platform named, or told to have NVSwitches)."""
+    if platform is not None and guess is None:
+        return None  # named: its repair entry says whether Fabric Manager applies
+    if platform is not None:
+        return None if has_nvswitch(platform) else \
+            f"{platform} ({guess}) has no NVSwitch (bridged or directly joined GPUs)"
+    if gpus == 2:
+        return "no NVSwitch board holds two GPUs (a bridged pair, or a board of direct links)"
+    if gpus == 4:
+        return "four GPUs and no platform named: a 4-GPU board joins its GPUs directly, with no NVSwitch"
+    return None
 
 
 def count_fixed(platform: str | None) -> bool:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..config.ends import default_ends
-from ..config.platforms import all_platforms
+from ..config.platforms import model_boards
 from ..config.racks import rack_of
 from ..config.thresholds import (
     LINK_DOWN_RULE,
@@ -43,7 +43,7 @@ from .absence import (
 )
 from .applications import application_notes
 from .bandwidth import measured_bandwidth
-from .boards import Boards, count_fixed, expected_links, gpu_count, model_boards
+from .boards import Boards, count_fixed, expected_links, gpu_count, no_fabric_manager
 from .card_swaps import swapped_cards
 from .clock_steps import stepped_back
 from .correlate import JobExplanation
@@ -85,23 +85,6 @@ class FleetAnalysis:
 
     def failing_nodes(self) -> list[str]:
         return sorted(n for n, d in self.diagnoses.items() if d.fault_detected)
-
-
-def _switchless(platform: str | None, guess: str | None, gpus: int) -> str | None:
-    """Why a node whose NVLinks are all inactive has no NVSwitch, so no Fabric Manager to blame, where no one named
-    a platform that has them: two GPUs (no NVSwitch board holds two), four on no known board (a 4-GPU board joins its
-    GPUs directly), or a platform told from the GPU model that has none (an H100 NVL's bridged pairs). None where
-    the node may run one (a platform named, or told to have NVSwitches)."""
-    if platform is not None and guess is None:
-        return None  # named: its repair entry says whether Fabric Manager applies
-    if platform is not None:
-        has = bool(all_platforms().get(platform, {}).get("nvswitch"))
-        return None if has else f"{platform} ({guess}) has no NVSwitch (bridged or directly joined GPUs)"
-    if gpus == 2:
-        return "no NVSwitch board holds two GPUs (a bridged pair, or a board of direct links)"
-    if gpus == 4:
-        return "four GPUs and no platform named: a 4-GPU board joins its GPUs directly, with no NVSwitch"
-    return None
 
 
 def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
@@ -257,7 +240,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                 warnings[node].append(unfitted_note(graph_of.platform(node), count, reporting))
                 count = None  # a PCIe server's cards: those never read may never have been fitted
             elif (count and guess is not None and len(reporting) < count and reporting == set(range(len(reporting)))
-                  and len(reporting) in model_boards(graph_of.platform(node))):  # a board numbers its GPUs from 0
+                  and len(reporting) in model_boards(graph_of.platform(node) or "")):  # a board numbers its GPUs from 0
                 warnings[node].append(smaller_board_note(graph_of.platform(node), guess, count, reporting))
                 count = None  # a 4-GPU board of the model, never named: its GPUs 4-7 were never there
             mine += missing_gpus(reporting, count, view.last_heard.get(node, {}))
@@ -269,7 +252,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                         if f.gpu == gpu and gpu_gone(f) else f for f in mine]
         mine = sxids_of_gone_gpus(peers_of_gone_gpus(one_per_gone_gpu(mine)))
         all_inactive = view.all_inactive.get(node)
-        switchless = _switchless(graph_of.platform(node), graph_of.guess(node), len(view.gpus_seen.get(node, ())))
+        switchless = no_fabric_manager(graph_of.platform(node), graph_of.guess(node),
+                                       len(view.gpus_seen.get(node, ())))
         if all_inactive and switchless:
             warnings[node].append(f"{all_inactive}: {switchless}: no Fabric Manager runs there, so judged as what "
                                   "every link shares (the bridge or board, the driver, firmware or power)")

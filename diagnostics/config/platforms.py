@@ -62,6 +62,21 @@ def gpu_count(name: str) -> int:
     return int(platform_data(name)["gpu_count"])
 
 
+def model_boards(name: str) -> tuple[int, ...]:
+    """The GPU counts of the boards the platform's GPU model is built into (`model_boards`; default: its own count):
+    a platform told only from the model does not tell which of them a node is."""
+    data = all_platforms().get(name)
+    if not data:
+        return ()
+    return tuple(int(n) for n in data.get("model_boards", [data.get("gpu_count", 0)]))
+
+
+def has_nvswitch(name: str) -> bool:
+    """Whether the platform's GPUs are joined through NVSwitches (an `[nvswitch]` table): only then does a Fabric
+    Manager (or a rack's domain software) run."""
+    return bool(all_platforms().get(name, {}).get("nvswitch"))
+
+
 def gpu_names(name: str) -> list[str]:
     """The names a platform's GPUs go by in a ticket (`gpu_names`: a GB200 tray's are GB200 and B200, its
     superchip's GPUs), else its GPU model's product word (`H100` of `H100 NVL`); none for a model with no product

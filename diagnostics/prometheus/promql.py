@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..config.catalogs import load_xid_catalog
-from ..config.platforms import all_platforms
+from ..config.platforms import all_platforms, model_boards
 from ..config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Rule, Thresholds
 from ..enums import LinkType, Severity
 from ..format import Unit
@@ -451,7 +451,7 @@ def smaller_boards(model: str) -> list[int]:
                      if str(p.get("gpu_model", "")) == model), None)
     if platform is None:
         return []
-    return sorted(int(n) for n in platform.get("model_boards", []) if int(n) < int(platform.get("gpu_count", 0)))
+    return sorted(n for n in model_boards(str(platform["name"])) if n < int(platform.get("gpu_count", 0)))
 
 
 def loose_counts() -> set[str]:

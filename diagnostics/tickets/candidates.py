@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..analysis.boards import no_fabric_manager
 from ..analysis.rack_localize import tray_order
 from ..components import ComponentRef
 from ..config.racks import rack_of
@@ -148,17 +149,23 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     # the analysis's own finding on the fabric software (every NVLink inactive, even on a two-GPU node; the fabric
     # state) says more than a count of GPUs with a link down
     said = any(f.ref.slug == fabric.slug for f in bad)
-    wide = said or len(down_gpus) >= 3
-    pair = len(down_gpus) == 2 and all(f.severity is Severity.DOWN for f in bad if f.ref.kind is ComponentKind.NVLINK)
+    every = all(f.severity is Severity.DOWN for f in bad if f.ref.kind is ComponentKind.NVLINK)
+    # the analysis's own reason where every link is down and no NVSwitch can be (two GPUs; an H100 NVL pair)
+    none = None if said or not every else no_fabric_manager(diagnosis.platform, diagnosis.platform_guess,
+                                                             len(down_gpus))
+    wide = said or (len(down_gpus) >= 3 and none is None)
+    if said:
+        evidence: list[str] = []
+    elif none is not None:
+        evidence = [f"every failing link is down on {len(down_gpus)} GPUs, but {none}: no Fabric Manager runs there"]
+    elif wide:
+        evidence = [f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"]
+    else:
+        evidence = ["link errors are confined to specific links: a software fault would take links down "
+                    + ("domain-wide" if domain else "node-wide")]
     out[fabric.slug] = Candidate(
         ref=fabric, kind=ComponentKind.FABRIC_SOFTWARE, fault=FaultKind.FABRIC_MANAGER, component=fabric.name,
-        findings=[f.component for f in bad] if wide else [], score=0.8 if wide else 0.05,
-        evidence=[] if said else [f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"]
-        if wide else ["every failing link of both GPUs is down, but no NVSwitch board holds two GPUs: no Fabric "
-                      "Manager runs on a bridged pair or a board of direct links"] if pair
-        else ["link errors are confined to specific links: a software fault would take links down "
-              + ("domain-wide" if domain else "node-wide")],
-    )
+        findings=[f.component for f in bad] if wide else [], score=0.8 if wide else 0.05, evidence=evidence)
     chosen = _isolated_id(diagnosis, links, out)
     if chosen is not None:
         out[chosen] = out[chosen].model_copy(update={"isolated": True})

@@ -80,8 +80,8 @@ def test_two_gpus_all_down_are_no_fabric_manager_fault(capsys: pytest.CaptureFix
     first = ticket["hypotheses"][0]
     assert first["kind"] == "nvlink-mesh" and first["agrees_with_analysis"]
     software = next(h for h in ticket["hypotheses"] if h["kind"] == "fabric-software")
-    assert software["evidence"] == ["every failing link of both GPUs is down, but no NVSwitch board holds two GPUs: "
-                                    "no Fabric Manager runs on a bridged pair or a board of direct links"]
+    assert software["evidence"] == ["every failing link is down on 2 GPUs, but no NVSwitch board holds two GPUs (a "
+                                    "bridged pair, or a board of direct links): no Fabric Manager runs there"]
     assert not any("fabricmanager" in (s.get("command") or "") for s in ticket["repair_steps"])
 
 
@@ -123,3 +123,8 @@ def test_four_gpus_or_a_bridged_model_all_down_are_no_fabric_manager_fault(tmp_p
         assert answer["fault_detected"] and "Fabric Manager" not in answer["isolated_component"], answer
         assert "fabricmanager" not in answer["repair_action"].lower() and not answer["held"]
         assert [w for w in answer["warnings"] if why in w and "no Fabric Manager runs there" in w], answer["warnings"]
+    ticket = _run(capsys, "ticket", str(four), "--node", "n1", "--end", AT, "--json", "--rules")
+    software = next(h for h in ticket["hypotheses"] if h["kind"] == "fabric-software")  # the analysis's reason, too
+    assert software["evidence"] == ["every failing link is down on 4 GPUs, but four GPUs and no platform named: a "
+                                    "4-GPU board joins its GPUs directly, with no NVSwitch: no Fabric Manager runs "
+                                    "there"], software
