@@ -106,10 +106,11 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None, every: b
         print_json(result)
     else:
         _table(result, sys.stdout, every)
-    if not result.complete:
+    if not result.complete:  # said whatever the status: an offender found still pages (1), unknown alone is 3
         print(f"fabricbot: {result.headline()}", file=sys.stderr)
-        return INCOMPLETE
-    return 1 if result.offenders else 0
+    if result.offenders:
+        return 1
+    return 0 if result.complete else INCOMPLETE
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

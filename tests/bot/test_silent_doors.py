@@ -179,6 +179,6 @@ def test_a_sweep_says_a_node_of_events_alone_has_no_link_reading(tmp_path: Path,
     """The sweep called the node of an SXid that warns one that 'holds one reading per link, or none: totals only,
     no rates', of a node with no total read."""
     store_dir = _store(tmp_path, quiet_replays=0.0, events=[_sxid(20001, 40)])
-    assert main(["sweep", "--store", str(store_dir)]) == 3
+    assert main(["sweep", "--store", str(store_dir)]) == 1  # the other nodes' offenders: found, though incomplete
     head = capsys.readouterr().out.splitlines()[0]
     assert "no link reading, so their links are not judged: gpu-node-9" in head and "totals" not in head, head

@@ -25,6 +25,7 @@ from tests.bot.commands.conftest import Cli
 from tests.shared import copy_store
 
 FLEET = Path(__file__).resolve().parents[3] / "fixtures" / "fleet"
+REAL = FLEET.parent / "real"
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def _no_prometheus(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_store_sweep_finds_what_the_engine_finds_in_memory(store_dir: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(["sweep", "--store", str(store_dir), "--json"]) == 3  # incomplete: a node holds one scrape
+    assert main(["sweep", "--store", str(store_dir), "--json"]) == 1  # offenders, though a node holds one scrape
     result = json.loads(capsys.readouterr().out)
     assert result["source"] == "store" and not result["complete"]
     lone = [n for n, v in json.loads((FLEET / "ground_truth.json").read_text())["nodes"].items()
@@ -64,7 +65,7 @@ def test_the_store_sweep_finds_what_the_engine_finds_in_memory(store_dir: Path,
 
 def test_the_table_says_where_it_ran(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(["sweep", "--store", str(store_dir)]) == 3
+    assert main(["sweep", "--store", str(store_dir)]) == 1
     out = capsys.readouterr().out
     assert "offending parts" in out and "hpc-gpu-node-12" in out and "the store, window 1 h to " in out
     assert "(s)" not in out  # counts say their noun once, singular for one: '1 node holds', '2 findings'
@@ -183,7 +184,7 @@ def test_png_writes_the_fleet_heat_map(store_dir: Path, tmp_path: Path, capsys: 
 
     out = tmp_path / "fleet.png"
     capsys.readouterr()
-    assert main(["sweep", "--store", str(store_dir), "--png", str(out), "--json"]) == 3
+    assert main(["sweep", "--store", str(store_dir), "--png", str(out), "--json"]) == 1
     captured = capsys.readouterr()
     json.loads(captured.out)  # the JSON stays whole: what was written is said on stderr
     nodes = len(open_store(store_dir, create=False).nodes())
@@ -299,17 +300,40 @@ def test_the_worst_offenders_put_the_fewest_links_reporting_first_and_say_switch
     assert offending(2, "NVSwitch") == "2 offending NVSwitches" and offending(1, "link") == "1 offending link"
 
 
+def _xid74_beside_undated_events(tmp_path: Path, cli: Cli) -> str:
+    """A store of a node with a dated Xid 74 (an offender) and `dmesg-node`, whose SXid log has no time (not judged)."""
+    store = str(tmp_path / "store")
+    assert cli("ingest", str(REAL / "xid74_link_a100_vllm_1.txt"), "--store", store)[0] == 0
+    assert cli("ingest", str(REAL / "sxid_22013_h100_1.txt"), "--store", store, "--node", "dmesg-node")[0] == 0
+    return store
+
+
+def test_offenders_found_exit_1_though_the_view_is_incomplete_and_unknown_alone_exits_3(tmp_path: Path,
+                                                                                         cli: Cli) -> None:
+    """A pager that acts on exit 1 saw 3 over the whole fleet whenever one node was not judged (a real fleet always
+    has one), so the offenders it found never paged: they decide the status, and the incompleteness is still said.
+    Without an offender an unjudged node is 3, never 0."""
+    store = _xid74_beside_undated_events(tmp_path, cli)
+    code, out, err = cli("sweep", "--store", store, "--json")
+    result = json.loads(out)
+    assert result["offenders"] and not result["complete"] and result["unjudged"] == ["dmesg-node"]
+    assert code == 1 and "INCOMPLETE" in err and "this is not an all-clear" in err, err
+    code, out, err = cli("sweep", "--store", store)
+    assert code == 1 and "INCOMPLETE" in err and "INCOMPLETE" in out
+    alone = str(tmp_path / "alone")
+    assert cli("ingest", str(REAL / "sxid_22013_h100_1.txt"), "--store", alone, "--node", "dmesg-node")[0] == 0
+    code, out, err = cli("sweep", "--store", alone, "--json")
+    assert code == 3 and not json.loads(out)["offenders"] and "INCOMPLETE" in err
+
+
 def test_a_node_holding_only_undated_events_is_said_so_not_silent(tmp_path: Path, cli: Cli) -> None:
     """A `dmesg` log (seconds since boot) ingested without --at, beside a dated one: no window places its events, so
     the sweep says the node holds only events with no time and how to give them one, not that it has no reading in
     the span (it has readings: undated ones), and it is not judged, as `analyze` calls its answer incomplete."""
-    real = FLEET.parent / "real"
-    store = str(tmp_path / "store")
-    assert cli("ingest", str(real / "xid74_link_a100_vllm_1.txt"), "--store", store)[0] == 0
-    assert cli("ingest", str(real / "sxid_22013_h100_1.txt"), "--store", store, "--node", "dmesg-node")[0] == 0
+    store = _xid74_beside_undated_events(tmp_path, cli)
     code, out, err = cli("sweep", "--store", store, "--json")
     result = json.loads(out)
-    assert code == 3 and "dmesg-node" in err and "dmesg-node" in result["unjudged"]
+    assert code == 1 and "dmesg-node" in err and "dmesg-node" in result["unjudged"]  # the other node's Xid 74
     assert "dmesg-node" not in result.get("silent", [])
     [said] = [r for r in result["incomplete_reasons"] if "dmesg-node" in r]
     assert said.startswith("1 node holds only events with no time") and "--at TIME" in said, said
@@ -331,7 +355,7 @@ def test_a_judged_node_holding_undated_events_is_no_all_clear_through_any_door(t
         assert code == 3 and said in err, (asked, code, err)
     code, out, err = cli("sweep", "--store", store, "--json")
     result = json.loads(out)
-    assert code == 3 and not result["complete"] and result["swept"] == ["n1"]
+    assert code == 1 and not result["complete"] and result["swept"] == ["n1"]
     assert [r for r in result["incomplete_reasons"] if r.startswith("1 node also holds events with no time") and
             "n1 (6 events)" in r], result["incomplete_reasons"]
 
