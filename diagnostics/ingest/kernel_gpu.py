@@ -34,6 +34,9 @@ from ..enums import EventKind
 from .textlines import Collector, near, normalize_bus_id
 
 OFF_BUS_CODE = 79
+# nvidia-smi names a GPU it cannot reach instead of listing it, in every output (`nvlink`, `-q`)
+NO_HANDLE = re.compile(r"^\s*Unable to determine the device handle for GPU\s*(?P<bus>[0-9a-fA-F]+:[0-9a-fA-F:.]+):\s*"
+                       r"(?P<reason>.*?)\s*$")
 JOIN_NS = 600 * 10**9  # an off-the-bus message and an Xid 79 line of one bus this close are one event
 BANNER_AFTER_NS = 60 * 10**9  # a driver banner this soon after an event (its reload) names the event's driver
 MESSAGE_LINES = 4  # the multi-line message: its first line and at most three more
@@ -223,3 +226,18 @@ def _close(event: dict[str, Any], timestamp: pd.Timestamp | None) -> bool:
     if known is None or timestamp is None or pd.isna(known) or pd.isna(timestamp):
         return True
     return abs((pd.Timestamp(known) - pd.Timestamp(timestamp)).value) <= JOIN_NS
+
+
+def unreachable(out: Collector, number: int, lost: re.Match[str], gpu: int | None) -> None:
+    """A GPU nvidia-smi could not reach (`NO_HANDLE`'s line `number`): lost, an off-the-bus event on its bus (NVML's
+    "GPU is lost", NVML_ERROR_GPU_IS_LOST: fallen off the bus or otherwise inaccessible, read as the kernel's message
+    is); for another reason, said."""
+    bus = normalize_bus_id(lost["bus"]) or lost["bus"]
+    reason = lost["reason"].rstrip(".")
+    if "gpu is lost" in reason.lower():
+        out.add("events", number, kind=EventKind.XID.value, code=OFF_BUS_CODE, gpu=gpu, pci_bus_id=bus,
+                text=f"nvidia-smi: {' '.join(lost.string.split())}")
+        return
+    which = f"GPU {gpu} at {bus}" if gpu is not None else f"the GPU at {bus}"
+    out.warn(number, f"nvidia-smi could not reach {which} ({reason or 'no reason given'}): it may have fallen off "
+                     "the bus; check the kernel log for Xid 79 and `nvidia-smi -q`")

@@ -30,10 +30,11 @@ from typing import Any, NamedTuple
 
 from ..config.datafiles import DATA_DIR, read_toml
 from ..config.platforms import platform_data, platform_for_model
-from ..enums import EventKind, LinkState
+from ..enums import LinkState
 from ..errors import ConfigError
 from .base import IngestResult, IngestWarning, Source
-from .kernel_gpu import OFF_BUS_CODE
+from .kernel_gpu import NO_HANDLE
+from .kernel_gpu import unreachable as unreached
 from .nvlink_rows import LinkRows
 from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
 from .wrapping import split_lines
@@ -59,8 +60,6 @@ _BARE_VALUE = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|nan|inf\w*)(?:e[-+]?\d+
 _UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-", re.IGNORECASE)
 _FULL_UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
                         r"(?:/\d+/\d+)?$", re.IGNORECASE)
-_NO_HANDLE = re.compile(r"^\s*Unable to determine the device handle for GPU\s*(?P<bus>[0-9a-fA-F]+:[0-9a-fA-F:.]+):\s*"
-                        r"(?P<reason>.*?)\s*$")
 _GPU_LIKE = re.compile(r"^\s*GPU \S+: ")  # the start of a GPU header
 _CUT_GPU = re.compile(r"^\s*GPU (?P<gpu>\d+):\s*$")  # a header cut right after its index: `GPU 2: ` of `GPU 2: T`
 _OPEN_UUID = re.compile(r"^(?P<model>.+?)\s+\([^)]*$")  # a model, whole, then a `(UUID: ...` that never closes
@@ -132,9 +131,9 @@ class NvlinkReader:
         for line in classify(source, out, _shows_end):
             if skip_shell(line, out):
                 continue
-            if lost := _NO_HANDLE.match(line.text):
+            if lost := NO_HANDLE.match(line.text):
                 unreachable = True
-                _unreachable(out, line, lost, 0 if last_gpu is None else last_gpu + 1)
+                unreached(out, line.number, lost, 0 if last_gpu is None else last_gpu + 1)
                 rows.close()
                 gpu = None
                 continue
@@ -288,20 +287,6 @@ def _headers_alone(out: Collector, first: Line, gpus: int, alone: str | None) ->
     said = (f"the input holds {count} ({first.text.strip()[:60]!r}) {what}; nothing is read: paste "
             "`nvidia-smi nvlink -e` (or -s, -R) whole")
     out.warnings.insert(0, IngestWarning(out.source.name, first.number, said, cut=alone is None))
-
-
-def _unreachable(out: Collector, line: Line, lost: re.Match[str], gpu: int) -> None:
-    """A GPU nvidia-smi could not reach: lost, an off-the-bus event on its bus; for another reason, said. nvidia-smi
-    goes through the GPUs in index order, so the line stands where its GPU's header would: the index after the
-    header above it (assumed from that order; the bus id is kept, which `nvidia-smi -q` confirms)."""
-    bus = normalize_bus_id(lost["bus"]) or lost["bus"]
-    reason = lost["reason"].rstrip(".")
-    if "gpu is lost" in reason.lower():
-        out.add("events", line.number, kind=EventKind.XID.value, code=OFF_BUS_CODE, gpu=gpu, pci_bus_id=bus,
-                text=f"nvidia-smi: {' '.join(line.text.split())}")
-        return
-    out.warn(line.number, f"nvidia-smi could not reach GPU {gpu} at {bus} ({reason or 'no reason given'}): it may "
-                          "have fallen off the bus; check the kernel log for Xid 79 and `nvidia-smi -q`")
 
 
 def _narrowed(out: Collector, listed: list[int], model: str) -> None:

@@ -12,7 +12,8 @@ What the output says of itself is checked: GPU sections are numbered by their bu
 GPU, said), their count against `Attached GPUs` (a mismatch gives no GPU an index), a section holding a key twice
 has lost the next GPU's header (its lines are said and not read), the sections of one log hold the same keys, and a
 key that is not words one space apart, a Timestamp or Bus Id that is none, and a throughput unit nvidia-smi does not
-print are said.
+print are said. A GPU nvidia-smi could not reach is a line in its section's place (`Unable to determine the device
+handle for GPU ...: GPU is lost`): an off-the-bus event on its bus (kernel_gpu.unreachable), its place kept.
 
 Each GPU's `GPU UUID` and `Serial Number` (the board serial a technician reads on the part) go to its gpus row:
 a part's history follows them from node to node.
@@ -29,6 +30,7 @@ from ..enums import LinkState, LinkType
 from ..metrics import SATURATED_16BIT
 from ..values import gauge, number
 from .base import IngestResult, IngestWarning, Source
+from .kernel_gpu import NO_HANDLE, unreachable
 from .textlines import Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
@@ -203,6 +205,9 @@ class _Log:
     def take(self, line: Line) -> None:
         self.last = line
         text = line.text.strip()
+        if lost := NO_HANDLE.match(text):
+            self.unreached(line, lost)
+            return
         if header := _GPU.match(text):
             self.header(line, header["bus"], None)
             return
@@ -277,6 +282,18 @@ class _Log:
             return
         self.gpu = self.gpus[key] = _Gpu(line.number, bus)
 
+    def unreached(self, line: Line, lost: re.Match[str]) -> None:
+        """nvidia-smi's line for a GPU it could not reach, printed where the GPU's section would be (the GPUs in
+        index order): it holds that GPU's place, so the others keep their indexes and `Attached GPUs` its count."""
+        bus = normalize_bus_id(lost["bus"]) or lost["bus"]
+        self.stack.clear()
+        self.gpu, self.skipping = None, None
+        if bus in self.gpus:
+            self.out.warn(line.number, f"nvidia-smi could not reach GPU {bus}, whose section is line "
+                                       f"{self.gpus[bus].number}: the same GPU, this line is not read")
+            return
+        self.gpus[bus] = _Gpu(line.number, bus, lost=lost)
+
     def section(self, line: Line, indent: int, name: str) -> None:
         if name not in _READ_NAMES and (near := next((k for k in _READ_NAMES if one_edit(name, k)), None)):
             self.out.warn(line.number, f"section {name[:40]!r} is one letter from {near!r}, one the reader takes (a "
@@ -306,7 +323,7 @@ class _Log:
         gpus = list(self.gpus.values())
         if self.whole and len(gpus) > 1:  # the sections of one log hold the same keys: one missing was damaged
             held = {what for gpu in gpus for what in gpu.seen if what in _READ}
-            for gpu in gpus:
+            for gpu in (g for g in gpus if g.lost is None):
                 if missing := sorted(held - gpu.seen.keys()):
                     named = ", ".join(" / ".join(what) for what in missing)
                     self.out.warn(gpu.number, f"this GPU's section has no {named} where another GPU's has: the line "
@@ -349,8 +366,9 @@ class _Log:
 class _Gpu:
     """What one GPU's section says about its PCIe link and its fabric."""
 
-    def __init__(self, number: int, bus_id: str | None) -> None:
+    def __init__(self, number: int, bus_id: str | None, *, lost: re.Match[str] | None = None) -> None:
         self.number = number
+        self.lost = lost  # nvidia-smi's line for this GPU, which it could not reach: no section
         self.index: int | None = None
         self.row: dict[str, Any] = {"pci_bus_id": bus_id}
         self.seen: dict[tuple[str, ...], int] = {}  # what a section holds once -> its line
@@ -435,6 +453,11 @@ class _Gpu:
 
     def emit(self, out: Collector, last: Line | None, driver: str | None, index: int | None) -> None:
         self.index = index
+        if self.lost is not None:
+            if index is not None:
+                out.add("gpus", self.number, gpu=index, pci_bus_id=self.row["pci_bus_id"], driver_version=driver)
+            unreachable(out, self.number, self.lost, index)
+            return
         number = self.row.pop("source_line", self.number)
         if self.uuid or self.model or self.index is not None:
             out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, serial=self.serial,

@@ -151,3 +151,48 @@ def test_a_paste_of_link_states_alone_asks_for_the_counters_not_a_second_reading
         store.ingest([real / name], node_id="pasted", at=datetime(2026, 12, 4, 10, tzinfo=UTC))  # a paste: no time
         by_store = diagnose(StoreSource(tmp_path / name), Request(node="pasted")).diagnosis
         assert by_file.repair_action == by_store.repair_action == action, name
+
+
+H100_Q = Path(__file__).parents[2] / "fixtures" / "real" / "smi_q_h100_8gpu_gpud_1.txt"  # 8 GPUs; the fifth at 97
+
+
+def q_with_gpu4_lost() -> str:
+    """The real 8-GPU `nvidia-smi -q`, its fifth GPU's section (bus 97) replaced by nvidia-smi's line for a GPU it
+    could not reach, where that GPU's section stands."""
+    text = H100_Q.read_text(encoding="utf-8")
+    start = text.index("GPU 00000000:97:00.0")
+    end = text.index("GPU 00000000:A8:00.0")
+    return text[:start] + "Unable to determine the device handle for GPU 00000000:97:00.0: GPU is lost.  Reboot the " \
+                          "system to recover this GPU\n\n" + text[end:]
+
+
+def test_a_q_output_naming_a_lost_gpu_is_that_gpu_off_the_bus_through_file_and_store(tmp_path: Path) -> None:
+    """`nvidia-smi -q` of a board with a GPU off the bus: its line stands in the GPU's place. Read as a line it did not
+    understand, the answer was 'low, fault unknown' with 'Attached GPUs says 8 and the output holds 7' and no GPU
+    given an index, where `nvidia-smi nvlink` of the same machine was urgent."""
+    from diagnostics.ingest.smi_query import READER as Q
+
+    said = Q.read(Source.from_text(q_with_gpu4_lost(), name="q.txt"), node_id=NODE)
+    lost = said["events"][said["events"]["kind"] == "xid"]  # beside each GPU's fabric state
+    assert lost[["gpu", "pci_bus_id", "code"]].values.tolist() == [[4, "0000:97:00.0", 79]]
+    assert sorted(said["link_samples"]["gpu"].tolist()) == [0, 1, 2, 3, 5, 6, 7]  # the others keep their indexes
+    assert not [w for w in said.warnings if "Attached GPUs" in w.message or "not read" in w.message], said.warnings
+    paths = [tmp_path / "q.txt"]
+    paths[0].write_text(q_with_gpu4_lost(), encoding="utf-8")
+    for got in through_both(paths, tmp_path):
+        assert got.fault_detected and got.ticket_priority == "urgent" and got.isolated_component == "GPU 4"
+
+
+def test_a_lost_gpu_in_an_excerpt_of_q_keeps_its_bus_and_another_reason_is_said() -> None:
+    """Without `Attached GPUs` no section has an index: the lost GPU is the GPU at its bus; a GPU nvidia-smi could not
+    reach for another reason is said, not read as off the bus."""
+    from diagnostics.ingest.smi_query import READER as Q
+
+    text = q_with_gpu4_lost()
+    excerpt = text[text.index("GPU 00000000:86:00.0"):]
+    said = Q.read(Source.from_text(excerpt, name="cut.txt"), node_id=NODE)
+    events = said["events"][said["events"]["kind"] == "xid"]
+    assert events[["pci_bus_id", "code"]].values.tolist() == [["0000:97:00.0", 79]] and events["gpu"].isna().all()
+    other = Q.read(Source.from_text(excerpt.replace("GPU is lost", "Unknown Error"), name="other.txt"), node_id=NODE)
+    assert not (other["events"]["kind"] == "xid").any()
+    assert any("could not reach the GPU at 0000:97:00.0 (Unknown Error" in w.message for w in other.warnings)
