@@ -20,6 +20,7 @@ from ..ingest.nmxt import rack_named, renamed, tray_hosts
 from ..ingest.snapshot import CUT_SHORT, LISTED, read_cases, snapshot_record, snapshot_tables
 from ..model import RackSlot
 from ..snapshots import Snapshot
+from ..store.event_times import end_with_events
 from ..store.load import load_tables
 from ..store.maintenance import Maintenance, MaintenanceLog
 from ..store.window import rack_slots
@@ -100,6 +101,8 @@ class TableSource(Unstored):
         names = sorted(self._links) if nodes is None else sorted({str(n) for n in nodes})
         wanted = None if nodes is None else names
         end_ns = utc_ns(end) if end is not None else self._newest_ns(None)
+        if end is None and wanted is not None:  # their own newest event where it comes later, as the store's end
+            end_ns = end_with_events(end_ns, self._newest_event(wanted))
         if end_ns is None:  # no reading has a time (a paste): all of them, dated by the engine as read at its end
             return Window(tables=self._frames(names, wanted, None, None), end=None, platforms=self.platforms(),
                           racks=self.racks(), history=self.history, listed=set(self._listed), cut=set(self._cut))
@@ -130,6 +133,12 @@ class TableSource(Unstored):
                   for f, t in [self._links[n]]]
         frame = pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
         return frame[links.rows(frame)].reset_index(drop=True) if links is not None and len(frame) else frame
+
+    def _newest_event(self, nodes: Collection[str]) -> int | None:
+        times = [t[t != NO_TIME] for n in nodes if (f := self._other["events"].get(n)) is not None and len(f)
+                 for t in [ns(f["timestamp"])]]
+        dated = [int(t.max()) for t in times if t.size]
+        return max(dated) if dated else None
 
     def _newest_ns(self, nodes: Collection[str] | None) -> int | None:
         newest = self.newest(nodes)

@@ -5,11 +5,12 @@ exactly."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pandas as pd
 import sqlite_utils
 
+from ..config.thresholds import load_thresholds
 from ..tables import EVENTS
 from ..times import utc_datetime, utc_ns
 
@@ -52,3 +53,14 @@ def events_after(db: sqlite_utils.Database, nodes: Collection[str] | None, end_n
         if node is not None and str(node) not in reading and t > end_ns:
             out[str(node)] = max(out.get(str(node), utc_datetime(t)), utc_datetime(t))
     return out
+
+
+def end_with_events(reading_ns: int | None, event_ns: int | None, *, now: datetime | None = None) -> int | None:
+    """Where a node's question's window ends when none is asked: its newest link reading, or its own newest event
+    where that comes later (a kernel log saved after the counters: its fatal Xid is the news, never dropped unsaid)
+    and is not dated after the wall clock (`clock_ahead_min`: a clock ahead, or a zone read wrong, must not carry
+    the window past every reading)."""
+    if event_ns is None or (reading_ns is not None and event_ns <= reading_ns):
+        return reading_ns
+    wall = utc_ns(now or datetime.now(UTC)) + int(load_thresholds().setting("clock_ahead_min") * 60e9)
+    return event_ns if event_ns <= wall else reading_ns

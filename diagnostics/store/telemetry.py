@@ -37,7 +37,7 @@ from .catalog import Catalog
 from .columns import frame_of
 from .compaction import Compacted, compact
 from .database import connect, transaction
-from .event_times import events_after, newest_event
+from .event_times import end_with_events, events_after, newest_event
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import ScanStats, read_parts
 from .records import read_whole, write_nodes
@@ -197,14 +197,13 @@ class TelemetryStore:
         that hold no link reading beside others that do (a host whose kernel log alone was ingested): their own
         newest event, as `analyze FILE` ends their window, not the others' readings, which may be older than it.
         A fleet's window keeps the readings' end: a log whose times are off (`dmesg -T` is local time, read as UTC)
-        must not move every node's window."""
+        must not move every node's window. Asked of some nodes, their own newest event ends it where that comes
+        later, up to the wall clock (`end_with_events`)."""
         if end is not None:
             return utc_ns(end)
         newest = self._catalog.newest("link_samples")
-        if nodes is not None and newest is not None and self._catalog.newest("link_samples", sorted(nodes)) is None:
-            own = self.newest_event(nodes)
-            if own is not None:
-                return own
+        if nodes is not None and newest is not None:
+            newest = end_with_events(newest, self.newest_event(nodes))
         return newest if newest is not None else self._catalog.newest("step_samples")
 
     def _runs(self, names: list[str] | None, start_ns: int | None, end_ns: int | None, workers: int) -> pd.DataFrame:

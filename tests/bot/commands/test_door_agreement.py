@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from freezegun import freeze_time
 
 from diagnostics import Diagnosis
 from diagnostics import format as fmt
@@ -277,3 +278,34 @@ def test_a_pdsh_paste_of_two_hosts_answers_each_host_alike_through_both_doors(cl
         assert direct["node_id"] == stored["node_id"] == host
         assert direct["fault_detected"] == stored["fault_detected"]
         assert _read_said(direct, path) == _read_said(stored, path) and _read_said(direct, path)
+
+
+DATED_V100 = REAL / "nvlink_e_v100_short_form_dated_2.txt"  # read at 11:00 and 11:30 on 2026-05-13
+
+
+def test_an_event_after_the_last_counter_reading_is_judged_through_the_file_and_the_store(tmp_path: Path,
+                                                                                        cli: Cli) -> None:
+    """Counters read at 11:00 and 11:30, the kernel log saved at 11:50 with a GPU off the bus: the window ended at
+    the last counter reading, so the Xid 79 after it was dropped without a word and the answer was the counters'
+    alone. The node's own newest event ends the window (the counters are still in it); one dated after the wall clock
+    does not (a clock ahead)."""
+    log = tmp_path / "kern.log"
+    log.write_text("[Wed May 13 11:50:02 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1911, name=python3, GPU has "
+                   "fallen off the bus.\n", encoding="utf-8")
+    store = tmp_path / "store"
+    for path in (DATED_V100, log):
+        assert cli("ingest", str(path), "--store", str(store), "--node", "v100")[0] == 0
+    doors = [_answer(cli, "analyze", str(DATED_V100), str(log), "--node", "v100"),
+             _answer(cli, "analyze", "--store", str(store), "--node", "v100")]
+    for answer in doors:
+        assert answer["window_end"].startswith("2026-05-13T11:50:02"), answer["window_end"]
+        assert answer["ticket_priority"] == "urgent" and "Xid 79" in json.dumps(answer["findings"])
+        crc = [f for f in answer["findings"] if f["component"].startswith("GPU 2 -> GPU 0 NVLink 0")]
+        assert crc and crc[0]["rates_per_hour"]["crc"] > 0  # the counters still judged, not "no reading"
+    assert doors[0]["isolated_component"] == doors[1]["isolated_component"]
+    ahead = tmp_path / "ahead.log"
+    ahead.write_text(log.read_text().replace("11:50:02", "13:50:02"), encoding="utf-8")
+    _answer(cli, "analyze", str(DATED_V100), str(ahead), "--node", "v100")  # built before the clock is frozen
+    with freeze_time("2026-05-13T12:00:00Z"):  # the log's clock two hours ahead of the wall clock
+        answer = _answer(cli, "analyze", str(DATED_V100), str(ahead), "--node", "v100")
+    assert answer["window_end"].startswith("2026-05-13T11:30:00"), answer["window_end"]
