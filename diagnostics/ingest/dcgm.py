@@ -117,6 +117,7 @@ class DcgmParser:
     warnings: list[IngestWarning] = field(default_factory=list)
     families: dict[str, None] = field(default_factory=dict)  # the metrics its `# TYPE` lines name, in order
     sampled: dict[str, None] = field(default_factory=dict)  # the metrics its samples name, in order
+    hosts: dict[str, None] = field(default_factory=dict)  # the hosts its labels name where `node_id` names the node
     _series: dict[str, Series] = field(default_factory=dict)
     _names: dict[int, str] = field(default_factory=dict)  # column id -> name
     _meanings: SeriesMeanings = field(init=False)
@@ -271,6 +272,8 @@ class DcgmParser:
         return ("link", self.entities.setdefault(entity, len(self.entities)), self._column(column), counter)
 
     def _note_gpu(self, node: str, gpu: int, labels: dict[str, str], where: str) -> None:
+        if self.node_id is not None and (host := self.mapping.label(labels, "node")) is not None:
+            self.hosts.setdefault(host)
         if MIG_INSTANCE in labels:  # dcgm-exporter writes a MIG GPU's device fields once per instance
             self.mig.add((node, gpu))
         if (uuid := self.mapping.label(labels, "uuid")) is not None:  # one GPU, one UUID: another index is damage
@@ -292,6 +295,13 @@ class DcgmParser:
             info["pci_bus_id"] = normalize_bus_id(info["pci_bus_id"]) or info["pci_bus_id"]
 
     def result(self) -> IngestResult:
+        if len(self.hosts) > 1:  # one node's name over several machines' series: the readings of one hide another's
+            named = ", ".join(list(self.hosts)[:5]) + (" ..." if len(self.hosts) > 5 else "")
+            raise InputError(f"the series name {len(self.hosts)} hosts ({named}) and --node names one node "
+                             f"({self.node_id}): read as one, each machine's readings would hide another's; leave "
+                             "--node out to keep each host's readings as its own node (`analyze FILE --node HOST` "
+                             "answers one of them)", source=self.files[0] if self.files else None,
+                             field="--node", value=self.node_id)
         warnings = [*self.warnings, *checks(self.parts, self.entities, self.files, self.mig)]
         if self.node_id is None and any(e[0] == UNNAMED for e in self.entities):
             warnings.append(IngestWarning(self.files[0] if self.files else "<input>", None,

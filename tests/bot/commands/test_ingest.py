@@ -345,3 +345,35 @@ def test_a_node_name_too_long_for_a_folder_is_refused_by_name_not_a_traceback(tm
     err = cli("ingest", str(FIXTURES / "real" / "nvlink_s_a100_1.txt"), "--store", str(store), "--node", wide)[2]
     assert "(90 characters) is too long a name" in err and "where at most 240 fit" in err, err
     assert cli("analyze", "--store", str(store), "--node", "n1")[0] != 2  # the store as it was
+
+
+def _two_hosts_scrape(folder: Path) -> Path:
+    """A scrape of two hosts, dated, each GPU 0's replays: node-17's climbing, node-18's flat."""
+    lines = ["# TYPE DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0 counter"]
+    for minute, (a, b) in enumerate([(0, 5), (900, 5)]):
+        stamp = 1_765_080_000_000 + minute * 600_000
+        lines += [f'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0{{gpu="0",UUID="GPU-{n}",Hostname="node-{n}"}} {v} {stamp}'
+                  for n, v in ((17, a), (18, b))]
+    path = folder / "two.prom"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_ingest_node_over_a_scrape_of_two_hosts_is_refused_by_name(tmp_path: Path, cli: Cli) -> None:
+    """`--node` names the node of readings that name none: over a scrape naming two hosts it stored both machines'
+    series as one node's, node-18's flat counter hiding node-17's climbing one (the analysis said 'a series sampled
+    twice at one time'), while `analyze FILE --node node-17` answered node-17 alone. Refused, naming the hosts; without
+    --node each host is its own node, and one host's scrape may still be stored under another name."""
+    scrape = _two_hosts_scrape(tmp_path)
+    store = str(tmp_path / "store")
+    code, out, err = cli("ingest", str(scrape), "--node", "node-17", "--store", store)
+    assert code == 1 and "refused" in out + err and "2 hosts (node-17, node-18)" in out + err, out + err
+    assert not (tmp_path / "store").exists()  # nothing stored: no empty store left behind
+    assert cli("ingest", str(scrape), "--store", store)[0] == 0
+    assert open_store(store, create=False).nodes() == ["node-17", "node-18"]
+    code, out, _ = cli("analyze", "--store", store, "--node", "node-17", "--json")
+    assert json.loads(out)["fault_detected"] and code == 0
+    one = tmp_path / "one.prom"
+    one.write_text("".join(line + "\n" for line in scrape.read_text().splitlines() if 'Hostname="node-18"' not in line))
+    assert cli("ingest", str(one), "--node", "gpu-17", "--store", str(tmp_path / "renamed"))[0] == 0
+    assert open_store(tmp_path / "renamed", create=False).nodes() == ["gpu-17"]
