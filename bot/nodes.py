@@ -39,6 +39,7 @@ from diagnostics.store import Alert, MaintenanceLog
 from diagnostics.tickets import Judged
 from diagnostics.topology import NodeGraph
 
+from .age import old_readings
 from .mrkdwn import esc
 from .work import InFlight
 
@@ -115,6 +116,13 @@ class NodeSource:
     def _diagnosis(self, request: Request) -> Diagnosis:
         workers = self._workers
         return workers.diagnosis(request) if workers is not None else diagnose(self.source, request).diagnosis
+
+    def readings_age(self, end: datetime | None, *, now: datetime) -> str | None:
+        """How old the readings an answer judged to `end` are, where they are a day old or more, worded as the
+        command line says it (a store no longer fed answers as confidently as a live one)."""
+        stored = isinstance(self.source, StoreSource)
+        return old_readings(end, what="the store's" if stored else "the input's",
+                            ask="is the store still fed?" if stored else "", now=now)
 
     def sweep(self) -> SweepResult:
         """The fleet swept as `fabricbot sweep` does: the offending nodes' diagnoses, planned work held."""

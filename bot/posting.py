@@ -49,6 +49,8 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
 
     The picture (a render and an upload: the slow part) runs as its own job after the work already queued, so under
     load every summary is posted before the pictures; a refused upload goes to `failed`."""
+    if (old := services.source.readings_age(diagnosis.window_end, now=services.clock())) is not None:
+        diagnosis = diagnosis.model_copy(update={"warnings": [old, *diagnosis.warnings]})  # as the CLI's stderr
     analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
     with services.posted.posting(channel):
         posted = send_fitted(client.chat_postMessage, blocks.diagnosis_layouts(diagnosis, analysis_id, title=title),
@@ -122,6 +124,8 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
     url = services.settings.prometheus_url
     if url is None:  # swept as `fabricbot sweep --store` sweeps it: the nodes it could not judge are said
         result = services.source.sweep()
+        if (old := services.source.readings_age(result.at, now=services.clock())) is not None:
+            result.warnings.insert(0, old)  # the fleet view's notes: as `fabricbot sweep` says it
         services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(result.swept),
                         complete=result.complete, incomplete_reasons=result.incomplete_reasons[:10])
         posted = send_fitted(client.chat_postMessage, fleet_blocks.fleet_layouts(result), channel=channel,

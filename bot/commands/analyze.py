@@ -13,10 +13,11 @@ from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, Case, detect, looks_like_json, open_input, read_cases, with_platform
 from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
 
+from ..age import old_readings
 from ..options import END_OPTION, add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from . import SUMMARIES
 from .analyze_history import diagnose_history
-from .output import old_readings, print_json, said_incomplete
+from .output import print_json, said_incomplete
 
 DEGRADATION_TOLERANCE = 0.1
 

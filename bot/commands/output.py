@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import to_json
-
-from diagnostics import format as fmt
 
 # The exit status of an answer that is not the whole one: stored readings it could not read (analyze), nodes it could
 # not read or judge (sweep, watch, digest), files refused (ingest). One number, so a script tells "nothing wrong" from
@@ -47,18 +44,3 @@ def print_json(value: BaseModel | Any) -> None:
     raw.write(b"\n")
     raw.flush()
 
-
-OLD_READINGS = timedelta(days=1)  # readings whose window ends longer ago than this are not now's
-
-
-def old_readings(end: datetime | None, *, what: str, option: str, ask: str = "") -> str | None:
-    """Where a window judged to the newest reading ends long before now (a store no longer fed, a copy of old data,
-    a snapshot from an old ticket), that said, so an old fault is not taken for a current one (`ask`: what to check
-    first, said after it); None otherwise."""
-    if end is None:
-        return None
-    age = datetime.now(UTC) - end
-    if age <= OLD_READINGS:
-        return None
-    return (f"{what} newest reading is from {fmt.when(end)}, {fmt.count(age.days, 'day')} before now: this answer "
-            f"judges the window to it, not now{f' ({ask})' if ask else ''}; give {option} TIME to judge another")

@@ -18,10 +18,11 @@ from diagnostics.prometheus import ENV_URL, PrometheusClient, PrometheusError, S
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 from diagnostics.store import DB_NAME
 
+from ..age import old_readings
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 from ..storage import ENV_STORE
 from . import SUMMARIES
-from .output import INCOMPLETE, old_readings, print_json, said_incomplete
+from .output import INCOMPLETE, print_json, said_incomplete
 
 
 def _worst(found: list[Offender]) -> list[Offender]:
