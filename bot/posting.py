@@ -49,9 +49,10 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
 
     The picture (a render and an upload: the slow part) runs as its own job after the work already queued, so under
     load every summary is posted before the pictures; a refused upload goes to `failed`."""
-    if (old := services.source.readings_age(diagnosis.window_end, now=services.clock())) is not None:
+    now = services.clock()
+    if (old := services.source.readings_age(diagnosis.window_end, now=now)) is not None:
         diagnosis = diagnosis.model_copy(update={"warnings": [old, *diagnosis.warnings]})  # as the CLI's stderr
-    analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+    analysis_id = services.state.save_analysis(diagnosis, now.isoformat(timespec="seconds"))
     with services.posted.posting(channel):
         posted = send_fitted(client.chat_postMessage, blocks.diagnosis_layouts(diagnosis, analysis_id, title=title),
                              channel=channel, text=esc(blocks.fallback_text(diagnosis)), thread_ts=thread_ts)
