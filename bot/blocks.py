@@ -298,11 +298,17 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
     bad = degraded(d)
     if bad:
         lines = [finding_line(f) for _, f in bad]
-        listed = lines[:shown.lines]
         kinds = [counted_as(f.ref) for _, f in bad]  # named as the fleet doors count them
-        more = f"\n…and {offending_parts(kinds[len(listed):], more=True)}" if len(lines) > len(listed) else ""
         heading = "Degraded links" if set(kinds) == {"link"} else "Degraded parts"
-        blocks.append(section(f"*{heading}*\n" + "\n".join(listed) + more))
+
+        def text(shown_lines: int) -> str:
+            more = f"\n…and {offending_parts(kinds[shown_lines:], more=True)}" if len(lines) > shown_lines else ""
+            return f"*{heading}*\n" + "\n".join(lines[:shown_lines]) + more
+
+        listed = min(shown.lines, len(lines))
+        while listed > 1 and len(text(listed)) > MAX_TEXT:  # whole lines, and the count of the rest, always kept
+            listed -= 1
+        blocks.append(section(text(listed)))
     notes = [esc(w) for w in d.warnings]
     if d.localization is not None:
         notes.append(f"localization confidence {d.localization.confidence:.0%}")

@@ -331,3 +331,21 @@ def test_a_spent_response_url_falls_back_to_an_ephemeral_message(slack: MockSlac
     assert WebhookClient(late).send(text="late").status_code == 404 and slack.errors("response_url")[-1] == \
         "expired_url"
     assert all(m.user == BOT_USER for m in private(slack))
+
+
+def test_a_long_list_of_degraded_links_is_cut_at_a_line_and_keeps_the_count_of_the_rest(
+        all_down: tuple[TableNodeSource, str]) -> None:
+    """A node of 127 failing links filled the section to Slack's 3,000 characters and cut it inside a line (inside an
+    escape or an open bold, where it lands), losing the '…and N more links' line after it: whole lines now, and the
+    count of the rest always."""
+    source, node = all_down
+    d = source.diagnose(node)
+    for shown in (blocks.Shown(lines=200), blocks.Shown(lines=60)):  # more lines than 3,000 characters hold
+        built = [b.to_dict() for b in blocks._summary(d, 1, shown, title=None, lead=None)]
+        [section] = [b["text"]["text"] for b in built if b["type"] == "section"
+                     and b.get("text") and b["text"]["text"].startswith("*Degraded")]
+        lines = section.splitlines()
+        assert len(section) <= fitting.MAX_TEXT and lines[-1].startswith("…and ") and lines[-1].endswith(" links")
+        listed = [blocks.finding_line(f) for _, f in blocks.degraded(d)]
+        assert lines[1:-1] == listed[:len(lines) - 2]  # whole lines, worst first
+        assert int(lines[-1].split()[1].replace(",", "")) == len(listed) - (len(lines) - 2)
