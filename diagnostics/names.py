@@ -91,9 +91,20 @@ def fleet_name_notes(names: Iterable[str], *, kind: str = "node") -> list[str]:
 
 
 def resolve_name(asked: str, names: Iterable[str]) -> str | None:
-    """The name `asked` means: itself when the source holds it, else the one name equal to it once normalised."""
+    """The name `asked` means: itself when the source holds it, else the one name equal to it once normalised, else
+    the one equal to it but for the case of its letters (a host name is one whatever their case, RFC 4343: an
+    on-call engineer typing `HPC-GPU-NODE-12` means hpc-gpu-node-12); two such names: neither."""
     every = set(names)
     if asked in every:
         return asked
     matches = [n for n in every if normal_name(n) == normal_name(asked)]
+    if not matches:
+        matches = [n for n in every if normal_name(n).casefold() == normal_name(asked).casefold()]
     return matches[0] if len(matches) == 1 else None
+
+
+def matched_note(asked: str, name: str) -> str:
+    """How a name typed otherwise than the source spells it was matched, said on the answer."""
+    if normal_name(asked) == normal_name(name):
+        return f"`{asked}` was matched to the node `{name}` once Unicode-normalised (NFKC)"
+    return f"`{asked}` was matched to the node `{name}`, letter case aside (host names are one whatever their case)"

@@ -22,7 +22,7 @@ from ..config.thresholds import Thresholds
 from ..enums import Priority
 from ..errors import InputError
 from ..model import Diagnosis
-from ..names import name_notes
+from ..names import matched_note, name_notes
 from ..snapshots import Snapshot
 from ..store.maintenance import Maintenance
 from ..tables import rows_of
@@ -489,7 +489,7 @@ def named(diagnosis: Diagnosis, names: list[str], asked: str | None = None) -> D
     only once normalised (the characters outside ASCII themselves the diagnosis says as it is built)."""
     notes = name_notes(diagnosis.node_id, names)
     if asked is not None and asked != diagnosis.node_id:
-        notes.insert(0, f"`{asked}` was matched to the node `{diagnosis.node_id}` once Unicode-normalised (NFKC)")
+        notes.insert(0, matched_note(asked, diagnosis.node_id))
     if not notes:
         return diagnosis
     return diagnosis.model_copy(update={"warnings": [*notes, *(w for w in diagnosis.warnings if w not in notes)]})

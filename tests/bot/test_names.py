@@ -66,6 +66,22 @@ def test_the_slash_command_says_the_name_is_not_what_it_looks_like(fleet_file: P
     assert "(name not ASCII): no fabric fault" in fallback_text(source.diagnose(LOOKALIKE))
 
 
+def test_a_name_typed_in_capitals_finds_the_node_and_says_so_unless_two_differ_by_case_alone(
+        fleet_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`/fabric HPC-GPU-NODE-12` answered "I don't know a node called ..." with the node as its first suggestion:
+    a host name is one whatever the case of its letters. Matched, and said, at the Slack door and the CLI's; where
+    two nodes differ by case alone, neither is taken."""
+    shouted = FAILING.upper()
+    assert resolve_name(shouted, [FAILING, "hpc-gpu-node-13"]) == FAILING
+    assert resolve_name(shouted, [FAILING, "Hpc-gpu-node-12"]) is None
+    with local_bot(source=SnapshotNodeSource.from_files([fleet_file])) as local:
+        typed = summary_for(local, shouted)
+        assert f"{FAILING}: fault detected" in typed.shown_blocks and "letter case aside" in typed.shown_blocks
+    assert cli(["analyze", str(fleet_file), "--node", shouted, "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["node_id"] == FAILING and any("letter case aside" in w for w in answer["warnings"])
+
+
 def test_the_fleet_view_names_the_look_alike(fleet_file: Path) -> None:
     blocks = json.dumps([b.to_dict() for b in fleet_blocks(SnapshotNodeSource.from_files([fleet_file]).sweep())],
                         ensure_ascii=False)
