@@ -177,13 +177,16 @@ class Drafting:
         self.slot.free()
         _, cut = blocks.preview_cut(markdown)
         snippet = blocks.snippet_name(owner, slug) if cut else None
+
+        def shown(snippet: str | None) -> dict[str, Any]:
+            return {"channel": at.channel, "ts": placeholder, "text": f"Ticket draft for {esc(component)} on "
+                    f"{esc(owner)}", "blocks": blocks.preview_blocks(draft_id=draft_id, node_id=owner,
+                                                                     component=component, markdown=markdown,
+                                                                     drafted_by=ticket.drafted_by,
+                                                                     requester=at.user, snippet=snippet)}
+
         try:
-            client.chat_update(channel=at.channel, ts=placeholder,
-                               text=f"Ticket draft for {esc(component)} on {esc(owner)}",
-                               blocks=blocks.preview_blocks(draft_id=draft_id, node_id=owner,
-                                                            component=component, markdown=markdown,
-                                                            drafted_by=ticket.drafted_by, requester=at.user,
-                                                            snippet=snippet))
+            client.chat_update(**shown(snippet))
         except SLACK_FAILURES as exc:
             s.state.update_draft(draft_id, status=DraftState.UNPOSTED)  # never shown, so never to be filed
             self.slot.refund()
@@ -195,13 +198,13 @@ class Drafting:
                                              f"(`{esc(error_code(exc))}`), so it cannot be filed{again}.")
             raise
         self.settled = True
-        if snippet is not None:
-            self._upload_whole(client, markdown, snippet, subject)
+        if snippet is not None and not self._upload_whole(client, markdown, snippet, subject):
+            self._unpointed(client, draft_id, shown(None))
         if s.renderer is not None and diagnosis.evidence is not None:  # the draft's evidence, as a picture
             s.work.later(self._attach, client, diagnosis, component)
         return True
 
-    def _upload_whole(self, client: WebClient, markdown: str, name: str, subject: str) -> None:
+    def _upload_whole(self, client: WebClient, markdown: str, name: str, subject: str) -> bool:
         """The whole ticket as a snippet in the thread, beside its preview; a refusal is said, the draft stands."""
         try:
             client.files_upload_v2(channel=self.at.channel, thread_ts=self.at.thread, content=markdown,
@@ -209,6 +212,20 @@ class Drafting:
                                    initial_comment=f"The whole ticket draft for {esc(subject)}")
         except SLACK_FAILURES as exc:
             self.at.reply.tell(f"{replies.whole_ticket_not_attached(name)} {replies.explain(exc)}")
+            return False
+        return True
+
+    def _unpointed(self, client: WebClient, draft_id: int, preview: dict[str, Any]) -> None:
+        """The preview, its snippet never attached, said again without pointing at it (what it leaves out is in the
+        tracker once filed), so whoever approves it is not sent to a file that is not there; left as it is once
+        someone decided on it."""
+        draft = self.services.state.draft(draft_id)
+        if draft is None or draft.status != DraftState.PENDING:
+            return
+        try:
+            client.chat_update(**preview)
+        except SLACK_FAILURES as exc:
+            self.at.reply.slack_failed(exc, "correcting the draft's preview")
 
     def _attach(self, client: WebClient, diagnosis: Diagnosis, component: str) -> None:
         try:

@@ -13,7 +13,9 @@ from bot.nodes import TableNodeSource
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
+from diagnostics import Diagnosis
 from diagnostics.synth.fleet import build
+from diagnostics.tickets import RepairTicket, RulesDrafter
 
 from .helpers import LONG_WAIT, OPS, SlowDrafter, buttons, local_bot, posted, private, summary_for
 
@@ -178,3 +180,27 @@ def test_a_node_whose_fabric_manager_is_down_offers_the_fabric_softwares_draft_n
         (preview,) = _previews(local, summary, 1)
         assert preview.shown == f"Ticket draft for Fabric Manager / NVIDIA driver on {node}"
         assert "nothing physical is replaced" in preview.shown_blocks
+
+
+class _LongDrafter(RulesDrafter):
+    """The rules drafter with a model's long reasoning: a ticket whose preview cannot hold it all (a snippet does)."""
+
+    def draft(self, diagnosis: Diagnosis, **kwargs: Any) -> RepairTicket:
+        ticket = super().draft(diagnosis, **kwargs)
+        return ticket.model_copy(update={"reasoning": "The errors follow the bridge, not the GPU. " * 250})
+
+
+def test_a_preview_whose_snippet_could_not_be_attached_stops_pointing_at_it() -> None:
+    """The upload of a long ticket's whole text refused (`missing_scope`): the requester was told privately, but the
+    public preview still said what it left out was 'only in the snippet ... below', a file that was never there, and
+    a reviewer filed it on that word. The preview now says where the rest is: the tracker, once it is filed."""
+    with local_bot(drafter=_LongDrafter()) as local:
+        local.slack.faults.fail("files.getUploadURLExternal", "missing_scope", times=5, needed="files:write")
+        summary = summary_for(local, "hpc-gpu-node-12")
+        assert _click(local, summary, buttons(summary)[0]) == 200
+        assert local.slack.wait_for(lambda s: any(m.edits >= 2 for m in posted(s, thread=summary.ts)),
+                                    timeout=LONG_WAIT), posted(local.slack, thread=summary.ts)
+        (preview,) = [m for m in posted(local.slack, thread=summary.ts) if "Ticket draft" in m.shown_blocks]
+        assert "only in the tracker once it is filed" in preview.shown_blocks and "snippet" not in preview.shown_blocks
+        assert len(buttons(preview)) == 2  # still to be filed or discarded
+        assert any("could not be attached" in t for t in _told(local, "UALICE"))
