@@ -271,10 +271,11 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
     return next(diagnosis_layouts(d, analysis_id, title=title, lead=lead))
 
 
-def diagnosis_layouts(d: Diagnosis, analysis_id: int, *, title: str | None = None,
-                      lead: str | None = None) -> Iterator[list[Block]]:
-    """The summary's layouts that fit, most shown first (`fitting.fitted`)."""
-    return fitted(_summary(d, analysis_id, shown, title=title, lead=lead) for shown in SUMMARY_LAYOUTS)
+def diagnosis_layouts(d: Diagnosis, analysis_id: int, *, title: str | None = None, lead: str | None = None,
+                      tickets: Sequence[str] = ()) -> Iterator[list[Block]]:
+    """The summary's layouts that fit, most shown first (`fitting.fitted`); `tickets`: the node's open tickets, each
+    a line (`ticket_line`), so the next engineer sees the fault is in hand before drafting it again."""
+    return fitted(_summary(d, analysis_id, shown, title=title, lead=lead, tickets=tickets) for shown in SUMMARY_LAYOUTS)
 
 
 def _measured_only(d: Diagnosis) -> str | None:
@@ -287,7 +288,8 @@ def _measured_only(d: Diagnosis) -> str | None:
     return f"bus bandwidth {said}, links unread"
 
 
-def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None, lead: str | None) -> list[Block]:
+def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None, lead: str | None,
+             tickets: Sequence[str] = ()) -> list[Block]:
     status = "fault detected" if d.fault_detected else _measured_only(d) or "fabric health unknown" \
         if d.health_unknown() or d.unrated() else "no fault of its own, drained with its rack" if d.stopped_by \
         else "no fabric fault"
@@ -295,6 +297,8 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
     blocks.append(HeaderBlock(text=clip(title or f"{headline_name(d.node_id)}: {status}", MAX_HEADER)))
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
     blocks.append(section(f"*Recommended action*\n{esc(d.repair_action)}"))
+    if tickets:
+        blocks.append(section(f"*Open {'ticket' if len(tickets) == 1 else 'tickets'}*\n" + "\n".join(tickets)))
     bad = degraded(d)
     if bad:
         lines = [finding_line(f) for _, f in bad]

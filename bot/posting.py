@@ -20,9 +20,10 @@ from diagnostics.prometheus import SweepResult
 from diagnostics.render import render_correlation, render_fleet
 
 from . import blocks, fitting, fleet_blocks
-from .mrkdwn import esc
+from .mrkdwn import esc, mention
 from .replies import CONTENT_CODES, SLACK_FAILURES, error_code
 from .services import Services
+from .workflow.cover import open_line
 
 log = logging.getLogger("fabricbot")
 Failed = Callable[[BaseException, str], None]  # tell the person why Slack refused (what was being done)
@@ -53,8 +54,11 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
     if (old := services.source.readings_age(diagnosis.window_end, now=now)) is not None:
         diagnosis = diagnosis.model_copy(update={"warnings": [old, *diagnosis.warnings]})  # as the CLI's stderr
     analysis_id = services.state.save_analysis(diagnosis, now.isoformat(timespec="seconds"))
+    owners = dict.fromkeys([diagnosis.node_id, *filter(None, [diagnosis.wider_owner()])])  # a tray's rack too
+    tickets = [f"• {open_line(t, text=esc, who=mention)}" for owner in owners for t in services.tracker.open_on(owner)]
     with services.posted.posting(channel):
-        posted = send_fitted(client.chat_postMessage, blocks.diagnosis_layouts(diagnosis, analysis_id, title=title),
+        posted = send_fitted(client.chat_postMessage,
+                             blocks.diagnosis_layouts(diagnosis, analysis_id, title=title, tickets=tickets),
                              channel=channel, text=esc(blocks.fallback_text(diagnosis)), thread_ts=thread_ts)
         ts = str(posted["ts"])
         services.posted.remember(channel, ts, analysis_id)

@@ -33,6 +33,14 @@ def standing(ticket: Ticket, who: Callable[[str], str] = str) -> str:
     return f"is verifying its repair (repaired {since}{by})"
 
 
+def open_line(ticket: Ticket, *, text: Callable[[str], str] = str, who: Callable[[str], str] = str) -> str:
+    """An open ticket as an answer lists it beside the node's diagnosis: its id, its part (`text`: how the door
+    escapes it), how it stands and who filed it when (`who`: how the door names a person)."""
+    state = "verifying its repair" if ticket.status == TicketState.VERIFYING else str(ticket.status).replace("_", " ")
+    return (f"{ticket.id}: {text(ticket.component)} ({state}; filed by {who(ticket.filed_by)} "
+            f"{ticket_time(ticket.filed_at)})")
+
+
 def narrower_note(tickets: list[Ticket]) -> str | None:
     """The warning a wider part's draft carries while tickets for parts of it are open."""
     if not tickets:

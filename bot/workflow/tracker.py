@@ -100,6 +100,10 @@ class Tracker(Protocol):
         """The open tickets on `node_id` for one of `parts` (narrower parts of a wider one), oldest first."""
         ...
 
+    def open_on(self, node_id: str) -> list[Ticket]:
+        """Every open ticket on `node_id` (open, in progress or verifying its repair), oldest first."""
+        ...
+
     def tickets_on(self, hardware: Hardware) -> list[Ticket]:
         """Every ticket filed on this GPU (its serial, else its UUID), on any node, oldest first."""
         ...
@@ -228,6 +232,10 @@ class SqliteTracker:
     def open_within(self, node_id: str, parts: list[str]) -> list[Ticket]:
         with self._lock:
             return [t for t in self._open(node_id) if t.slug in parts]
+
+    def open_on(self, node_id: str) -> list[Ticket]:
+        with self._lock:
+            return self._open(node_id)
 
     def get(self, ticket_id: str) -> Ticket | None:
         rows = list(self.db[TICKETS].rows_where("id = ?", [ticket_id]))

@@ -111,11 +111,17 @@ def test_concurrent_double_clicks_file_exactly_one_ticket() -> None:
 
 
 def test_a_draft_click_while_a_ticket_is_open_points_to_it() -> None:
+    """And the summary asked again lists the open ticket above its buttons: it said "urgent" with a Draft button and
+    no word that the fault was filed, so the next engineer could not tell it was in hand before clicking."""
     with local_bot() as local:
         summary = summary_for(local, "hpc-gpu-node-12")
+        assert "Open ticket" not in summary.shown_blocks
         _click(local, _draft(local, summary), "file_ticket", "UALICE")
         assert local.slack.wait_for(lambda s: any("Filed as" in m.text for m in s.messages))
         again = summary_for(local, "hpc-gpu-node-12", user="UBOB")
+        assert "*Open ticket*" in again.shown_blocks
+        assert "FAB-0001: GPU 2 -> GPU 3 NVLink 1 (open; filed by <@UALICE> " in again.shown_blocks
+        assert "Open ticket" not in summary_for(local, "hpc-gpu-node-03").shown_blocks  # another node's: not listed
         pointer = _draft(local, again, "UBOB")
         assert "already open: *FAB-0001*" in pointer.text and buttons(pointer) == []
         assert "Drafting the ticket for GPU 2 -&gt; GPU 3 NVLink 1" not in pointer.text  # "Drafting…" was replaced
