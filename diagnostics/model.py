@@ -269,6 +269,9 @@ class Diagnosis(BaseModel):
     platform_guess: str | None = Field(
         default=None, description="How the platform was told where no one named it (the GPU model, the node's own "
                                   "topology): the parts and steps rest on that guess.")
+    platform_contradicted: str | None = Field(
+        default=None, description="Why the readings do not fit the platform named (their GPU model names another): "
+                                  "every part's ticket is held until the input and the platform agree.")
     window_hours: float = Field(
         description="The span the rates are per hour over: the window asked, or the shorter span the readings cover "
                     "where they begin inside it (`window_asked_hours` then says the window asked).")

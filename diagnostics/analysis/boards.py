@@ -36,6 +36,7 @@ class Boards:
         self.slots = dict(slots or {})  # a rack host -> its compute tray's slot: its ports are the rack's
         self.notes: dict[str, list[str]] = {}
         self.guessed: dict[str, str] = {}  # a node whose platform no one named -> what it was told from
+        self.contradicted: dict[str, str] = {}  # a node whose GPU model is not its named platform's -> why
         self.topology = by_node(topology)
         self.described: dict[str, NodeGraph] = {}
         self.drawn: dict[Hashable, NodeGraph] = {}  # a description's rows (less the node) and platform -> its graph
@@ -53,9 +54,10 @@ class Boards:
             given = self.platforms.get(node)
             if given is not None:
                 if found and given not in found:
-                    self.notes[node] = [f"the platform given, {given}, is not what the GPU model "
-                                        f"{', '.join(repr(m) for m in models)} says ({', '.join(sorted(found))}): "
-                                        "its parts and steps may not fit the board"]
+                    said = ", ".join(repr(m) for m in models)
+                    self.contradicted[node] = (f"the platform given, {given}, is not what the GPU model {said} says "
+                                               f"({', '.join(sorted(found))})")
+                    self.notes[node] = [f"{self.contradicted[node]}: its parts and steps may not fit the board"]
                 continue
             if len(found) == 1:
                 self.platforms[node] = str(found.pop())
@@ -136,6 +138,11 @@ class Boards:
             return self.platforms[node]
         graph = self.given.get(node) or self.described.get(node)
         return getattr(graph, "platform", None) if graph is not None else None
+
+    def contradiction(self, node: str) -> str | None:
+        """Why the node's named platform does not fit its readings (their GPU model names another); None where it
+        does, or none was named."""
+        return self.contradicted.get(node)
 
     def guess(self, node: str) -> str | None:
         """What the node's platform was told from when no one named it; None when named (or unknown)."""

@@ -100,14 +100,16 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False,
              lists_every_link: bool = False, platform_guess: str | None = None,
              window_asked_hours: float | None = None, counted: bool | None = None, read_once: int = 0,
-             pinned: int = 0, dropped: int = 0) -> Diagnosis:
+             pinned: int = 0, dropped: int = 0, contradicted: str | None = None) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts). `counted`: whether an error counter was read on any of its links (None:
     as its findings say; a fleet's findings hold only its flagged links). `read_once`: its links whose counters were
     read once where others were read more (not judged); `pinned`: those with a counter pinned at its maximum that
     no rule failed on its lower bound (its rate unknown); `dropped`: those with a counter read lower than before while
-    their others held, no rule failing on what they count (a damaged or cut number: its rate unknown)."""
+    their others held, no rule failing on what they count (a damaged or cut number: its rate unknown);
+    `contradicted`: why the readings do not fit the named platform (their GPU model names another), which holds
+    every part's ticket as a plan that cannot apply does: no one acts on a part of the wrong board."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
     shown = job  # a job that stopped is named, but neither slowed nor explained by this node's links
@@ -140,7 +142,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
             stated_pair=stated_pairs)  # a given action and no platform stated: no plan to build
         return loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
                                       "action": loc.action or (plan.action if plan else None),
-                                      "held": plan.held if plan is not None and platform is not None else None})
+                                      "held": (plan.held or contradicted) if plan is not None and platform is not None
+                                      else None})
 
     locs = rank((planned(loc) for loc in localizations), urgency) if failing else []
     loc = locs[0] if locs else None
@@ -174,7 +177,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         action = repair_action("healthy", platform=platform, node_id=node_id)
     headline = (loc.component if loc else top.component if top else "None") if failing else "None"
     return Diagnosis(
-        node_id=node_id, platform=platform, platform_guess=platform_guess, window_hours=window_hours,
+        node_id=node_id, platform=platform, platform_guess=platform_guess,
+        platform_contradicted=contradicted if platform is not None else None, window_hours=window_hours,
         window_asked_hours=window_asked_hours, window_end=window_end, fault_detected=failing,
         isolated_component=headline, degradation_pct=degradation, repair_action=action,
         ticket_priority=level, findings=findings, thresholds=thresholds.table(),

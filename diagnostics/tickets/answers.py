@@ -110,7 +110,7 @@ def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
     return [*node_text_problems(text, diagnosis, found, diagnosis.ticket_priority),
             *command_problems(text, allowed, "any repair plan of this node", catalog),
             *part_name_problems(text, plans),
-            *(p for plan in (isolated[:1] if diagnosis.held_of() else []) for p in held_problems(text, plan)),
+            *held_problems(text, held=diagnosis.held_of() is not None),
             *dict.fromkeys(p for plan in isolated for p in isolation_problems(text, plan))]
 
 

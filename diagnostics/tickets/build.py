@@ -337,6 +337,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
     if (switched is False and nvlink) or candidate.kind is ComponentKind.FABRIC_SOFTWARE:  # no NVSwitch port to name
         port = (None, None, PortSource.UNKNOWN, None)
     owner = diagnosis.owner_of(candidate.id)
+    held = plan.held or diagnosis.platform_contradicted  # the wrong board's parts: no one acts on them yet
     return RepairTicket(
         node_id=owner, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
         candidate_id=candidate.id, gpu_index=gpu_at(inventory, diagnosis.node_id, candidate.gpu, candidate.ref.bus),
@@ -352,15 +353,24 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note,
         warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan, candidate),
-                  *events_said(diagnosis.warnings)],
+                  *_contradicted(diagnosis), *events_said(diagnosis.warnings)],
         capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
-        held=plan.held,
+        held=held,
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis, candidate),
-        summary=summary or rule_summary(diagnosis, candidate, prio, held=not plan.applies), reasoning=reasoning,
+        summary=summary or rule_summary(diagnosis, candidate, prio, held=held is not None), reasoning=reasoning,
         hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),
         disagreement=disagreement, choice=choice, drafted_by=drafted_by, fallback_notes=list(notes),
     )
+
+
+def _contradicted(diagnosis: Diagnosis) -> list[str]:
+    """A platform named that the readings' GPU model contradicts, said with how to settle it: its parts and steps are
+    another board's, so the ticket is held."""
+    if diagnosis.platform_contradicted is None:
+        return []
+    return [f"{diagnosis.platform_contradicted}: the part and steps below are that platform's, so the ticket is held; "
+            "name the node's platform in the inventory (or --platform) as its GPUs are, and draft it again"]
 
 
 def _software_blamed(diagnosis: Diagnosis, candidate: Candidate) -> list[str]:

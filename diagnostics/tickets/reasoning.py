@@ -255,10 +255,11 @@ def plan_problems(text: str, plan: RepairPlan, allowed: list[Command], scope: st
     return problems + isolation_problems(text, plan, step)
 
 
-def held_problems(text: str, plan: RepairPlan) -> list[str]:
-    """A priority level stated for a plan held until the input and the platform agree, in a sentence that does not
-    say it is held: the ticket's priority reads held, and no one acts on the level until then."""
-    if plan.applies:
+def held_problems(text: str, *, held: bool) -> list[str]:
+    """A priority level stated for a ticket `held` until the input and the platform agree (its plan cannot apply, or
+    the platform named is not its GPUs'), in a sentence that does not say it is held: the ticket's priority reads
+    held, and no one acts on the level until then."""
+    if not held:
         return []
     return [f"states priority {(m.group(1) or m.group(2)).lower()}, but this ticket is held until the input and the "
             "platform agree: its priority reads held" for s in sentences(text) if "held" not in s.lower()
@@ -309,7 +310,8 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
                                                           plan_texts(plan))]
         problems += [f"{label} {p}" for p in plan_problems(text, plan, may, scope, step)]
         problems += [f"{label} {p}" for p in part_name_problems(text, [plan])]
-        problems += [f"{label} {p}" for p in held_problems(text, plan)]
+        problems += [f"{label} {p}" for p in held_problems(
+            text, held=not plan.applies or diagnosis.platform_contradicted is not None)]
     problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
     for label, text in [("why", out.why), *((f"alternative {a.candidate_id!r}", a.why) for a in out.alternatives),
                         *((f"hypothesis {i + 1}", e) for i, h in enumerate(out.hypotheses) for e in h.evidence)]:

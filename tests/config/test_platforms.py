@@ -38,3 +38,23 @@ def test_a_platform_the_gpu_model_contradicts_is_said() -> None:
     d = analyze_tables({"link_samples": links, "gpus": gpus}, node_id="n1", platform="hgx-h100-8gpu")
     assert d.platform == "hgx-h100-8gpu"
     assert any("is not what the GPU model 'Tesla V100-SXM2-32GB' says (dgx1-v100-8gpu)" in w for w in d.warnings)
+
+
+def test_a_platform_the_gpu_model_contradicts_holds_the_ticket_and_says_why() -> None:
+    """An H100 board named as a V100 one (a wrong inventory row, a wrong --platform): the answer said the model did
+    not match, but the node read "medium" and its ticket named a V100 part to replace at that priority, with no word
+    of the mismatch. The priority is held, as a plan the platform cannot have is, and the ticket says why."""
+    from diagnostics.tickets import RulesDrafter
+
+    links = node_links({(3, 7): 3000.0}, node="n1")
+    gpus = GPUS.conform(pd.DataFrame({"node_id": ["n1"] * 8, "gpu": range(8), "model": ["NVIDIA H100 80GB HBM3"] * 8}))
+    tables = {"link_samples": links, "gpus": gpus}
+    wrong = analyze_tables(tables, node_id="n1", platform="dgx1-v100-8gpu")
+    right = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+    assert right.platform_contradicted is None and right.held_of() is None and right.fault_detected
+    assert wrong.platform_contradicted is not None and "(hgx-h100-8gpu)" in wrong.platform_contradicted
+    assert wrong.priority_said() == f"held ({wrong.ticket_priority.value} once the input and the platform agree)"
+    ticket = RulesDrafter().draft(wrong)
+    assert ticket.held is not None and "so the ticket is held" in " ".join(ticket.warnings)
+    assert ticket.to_markdown().count("Priority held") == 1
+    assert RulesDrafter().draft(right).held is None
