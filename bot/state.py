@@ -73,6 +73,12 @@ class BotState:
                           "diagnosis": diagnosis.model_dump_json()})
             return int(table.last_pk or 0)  # type: ignore[union-attr]
 
+    def analysis_at(self, analysis_id: int) -> str | None:
+        """When the analysis was made (ISO 8601, on the bot's clock); None for one not kept."""
+        with self.lock:
+            rows = list(self.db[ANALYSES].rows_where("id = ?", [analysis_id], select="at"))
+        return str(rows[0]["at"]) if rows and rows[0]["at"] else None
+
     def analysis(self, analysis_id: int) -> Diagnosis | None:
         with self.lock:
             rows = list(self.db[ANALYSES].rows_where("id = ?", [analysis_id]))

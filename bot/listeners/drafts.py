@@ -131,7 +131,7 @@ class Drafting:
         owner = diagnosis.owner_of(slug)  # a rack's part outside this tray is the rack's ticket
         try:
             subject = f"{owner} / {component}"
-            when = s.clock().isoformat(timespec="seconds")
+            when = s.state.analysis_at(self.target.analysis_id) or s.clock().isoformat(timespec="seconds")
             existing = s.tracker.open_ticket(owner, slug, wider=diagnosis.wider_owner(slug))
             if existing is not None:
                 known = s.tracker.add_evidence(existing.id, evidence_lines(diagnosis, component, when,

@@ -125,7 +125,7 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
 
     def evidence(draft: Draft) -> list[str]:
         diagnosis = services.state.analysis(draft.analysis_id)
-        when = services.clock().isoformat(timespec="seconds")
+        when = services.state.analysis_at(draft.analysis_id) or services.clock().isoformat(timespec="seconds")
         return evidence_lines(diagnosis, draft.component, when, draft.analysis_id) if diagnosis else []
 
     def parts(draft: Draft) -> list[str]:

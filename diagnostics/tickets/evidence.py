@@ -35,11 +35,13 @@ def link_text(f: Finding) -> str:
 
 
 def evidence_lines(diagnosis: Diagnosis, component: str, at: str, analysis_id: int) -> list[str]:
-    """The lines analysis `analysis_id` (made at `at`) gives a ticket for `component` and the links it explains."""
+    """The lines analysis `analysis_id` (made at `at`) gives a ticket for `component` and the links it explains,
+    with the window it judged: the same analysis gives the same lines however often it is added (a Draft clicked
+    again on one summary added its lines again, stamped with each click's time)."""
     names = {component}
     if diagnosis.localization is not None and diagnosis.localization.component == component:
         names.update(diagnosis.localization.links)
-    head = f"analysis {analysis_id} at {at}, {diagnosis.node_id}"
+    head = f"analysis {analysis_id} at {at} ({diagnosis.window_said()}), {diagnosis.node_id}"
     lines = [f"{head}: {link_text(f)}" for f in diagnosis.findings if f.component in names]
     if diagnosis.degradation_pct is not None:
         lines.append(f"{head}: step time {diagnosis.degradation_pct:+.1f}% against baseline")

@@ -196,3 +196,25 @@ def test_a_held_ticket_is_previewed_and_filed_as_held_not_urgent() -> None:
         _edited(local, preview)
         (ticket,) = local.tracker.tickets()  # type: ignore[attr-defined]
         assert ticket.priority == "held"
+
+
+def test_draft_clicked_again_on_one_summary_adds_its_analysis_to_the_open_ticket_once() -> None:
+    """Each click on the original summary's Draft after filing added the same analysis to the ticket's evidence
+    again, stamped with the click's time (seven clicks, fourteen lines); the lines now carry the analysis's own time
+    and window, so the same analysis is added once, and another analysis of the node still is."""
+    with local_bot() as local:
+        summary = summary_for(local, "hpc-gpu-node-12")
+        _click(local, _draft(local, summary), "file_ticket", "UALICE")
+        assert local.slack.wait_for(lambda s: any("Filed as" in m.text for m in s.messages))
+        (ticket,) = local.tracker.tickets()  # type: ignore[attr-defined]
+        filed = len(ticket.evidence)
+        assert filed and all(" (window 1 h" in line for line in ticket.evidence), ticket.evidence
+        for _ in range(3):
+            _draft(local, summary, "UBOB")
+        (ticket,) = local.tracker.tickets()  # type: ignore[attr-defined]
+        assert len(ticket.evidence) == filed  # the filed analysis is already its evidence
+        _draft(local, summary_for(local, "hpc-gpu-node-12", user="UBOB"), "UBOB")
+        (ticket,) = local.tracker.tickets()  # type: ignore[attr-defined]
+        assert len(ticket.evidence) == 2 * filed  # a new analysis of the node: its lines once
+        history = local.tracker.history(ticket.id)  # type: ignore[attr-defined]
+        assert len([h for h in history if "evidence added" in (h.get("note") or "")]) == 1
