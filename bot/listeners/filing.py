@@ -173,7 +173,13 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
         client.chat_update(channel=at.channel, ts=at.ts, text=outcome,
                            blocks=blocks.decided_blocks(previous, outcome, filed))
     except SLACK_FAILURES as exc:  # what was decided stands; the person hears it, and why the message did not change
-        at.reply.tell(f"{outcome} (I could not update the draft's message: {explain(exc)})")
+        at.reply.tell(f"{outcome} (I could not change the draft's message to say so: {explain(exc)})")
+        try:  # the thread hears it too, or the next reviewer sees File still offered on a ticket already filed
+            client.chat_postMessage(channel=at.channel, thread_ts=at.thread,
+                                    text=f"{outcome} (the draft above could not be changed to say so; its buttons "
+                                         "do nothing more)")
+        except SLACK_FAILURES as again:
+            at.reply.slack_failed(again, "saying the decision in the thread")
 
 
 def register(app: App, services: Services) -> None:

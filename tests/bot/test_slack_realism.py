@@ -245,13 +245,17 @@ def test_a_filing_check_slack_refuses_names_the_scope_not_the_allow_list() -> No
 
 
 def test_a_filing_whose_message_update_slack_refuses_stands_and_is_said() -> None:
+    """The filer alone heard it once, so the channel still saw File offered on a ticket already filed: the thread
+    hears the decision too."""
     with local_bot() as local:
         preview = _preview(local, summary_for(local, NODE))
         local.slack.faults.rate_limit("chat.update", times=3, retry_after=0)
         _click(local, preview, _button(preview, "file_ticket"))
         (told,) = _told(local, "UALICE")
-        assert "Filed as *FAB-0001*" in told and "could not update the draft's message" in told
+        assert "Filed as *FAB-0001*" in told and "could not change the draft's message to say so" in told
         assert "rate-limiting" in told
+        assert local.slack.wait_for(lambda s: any("Filed as *FAB-0001*" in m.text and "could not be changed" in m.text
+                                                  for m in posted(s, thread=preview.thread_ts)))
         assert [t.id for t in local.tracker.tickets()] == ["FAB-0001"]  # type: ignore[attr-defined]
         assert [(d["status"], d["ticket_id"]) for d in local.audit.db["bot_drafts"].rows] == [("filed", "FAB-0001")]
         _click(local, preview, _button(preview, "file_ticket"))  # a second click files nothing more
