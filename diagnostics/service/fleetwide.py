@@ -116,7 +116,7 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
                 why = "; ".join(untimed_note(n, *c) for n, c in sorted(undated.items())[:10]) + (
                     f" ({fmt.count(len(undated) - 10, 'more node')} alike)" if len(undated) > 10 else "")
             return SweepResult(at=at, window_hours=hours, source=source.name, complete=False,
-                               incomplete_reasons=[why]), []
+                               incomplete_reasons=[why], unjudged=sorted(undated)), []  # named, as a script reads
         silent = SweepResult(at=at, window_hours=hours, source=source.name)
         silent.no_reading(held_nodes, history_needed(request.length, request.thresholds), every=True)
         return silent, []  # none of its nodes reports in the span

@@ -180,6 +180,8 @@ def test_a_paste_that_states_no_time_is_said_at_ingest_not_first_at_the_analysis
     assert code == 3 and said in err and "nothing to repair" not in out + err
     code, out, err = cli("sweep", "--store", store)
     assert code == 3 and said in out and "holds no link samples" not in out + err
+    code, out, _ = cli("sweep", "--store", store, "--json")  # named where a script reads it, as the text names it
+    assert code == 3 and json.loads(out)["unjudged"] == ["n1"]
     # beside a node whose readings are dated: named as holding readings with no time, not as silent
     assert cli("ingest", str(paste), "--node", "n2", "--store", store, "--at", "2026-05-13T11:00:00Z")[0] == 0
     code, out, err = cli("sweep", "--store", store)  # n2's offenders found (1), n1 not judged
