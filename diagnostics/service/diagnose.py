@@ -24,6 +24,7 @@ from ..errors import InputError
 from ..model import Diagnosis
 from ..names import matched_note, name_notes
 from ..snapshots import Snapshot
+from ..store.event_times import late_note
 from ..store.maintenance import Maintenance
 from ..tables import rows_of
 from ..times import ns, utc_datetime, utc_ns
@@ -451,6 +452,8 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
                                             f"{node}` judges them at their own time")
         said.append(f"{node} has no link reading, and events up to {got.later[node]:%Y-%m-%d %H:%M} UTC, after the "
                     f"window's end at {got.end:%Y-%m-%d %H:%M} UTC ({why})")
+    if node in got.late and not asked_end:  # past a window the readings end (`end_with_events`): said, not judged
+        said.append(late_note(node, got.late[node], newest))
     if any(untimed_held(node, got)) and not untimed_alone(node, got):  # else `untimed_only` says it first
         said.append(untimed_note(node, *untimed_held(node, got), alone=False))
     first = [unreadable_note(node, got.unreadable[node])] if node in got.unreadable else []

@@ -136,6 +136,13 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
             "end, not judged here: "
             + "; ".join(f"{n} (to {fmt.when(t)})" for n, t in sorted(later.items())[:10])
             + (" ..." if len(later) > 10 else "") + "; `fabricbot analyze --store ... --node NODE` judges them")
+    late = {n: t for got in answered.windows for n, t in got.late.items()}
+    if late and request.end is None:  # logged after the fleet's newest reading: a node's own answer may judge them
+        result.warnings.append(
+            f"{fmt.count(len(late), 'node')} {_have(len(late))} events after the window's end, not judged here: "
+            + "; ".join(f"{n} (to {fmt.when(t)})" for n, t in sorted(late.items())[:10])
+            + (" ..." if len(late) > 10 else "") + "; `fabricbot analyze --store ... --node NODE` judges a node's "
+            "events up to an hour after its readings")
     return result, answered.windows
 
 

@@ -42,6 +42,7 @@ class Window:
     unreadable: dict[str, str] = field(default_factory=dict)  # node -> why its stored readings could not be read
     said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its stored files said
     later: dict[str, datetime] = field(default_factory=dict)  # nodes with only events, newer than the end: the newest
+    late: dict[str, datetime] = field(default_factory=dict)  # nodes with link readings whose events run past the end
     oldest: dict[str, datetime] = field(default_factory=dict)  # each asked node's oldest link reading, at any time
     undated_events: dict[str, int] = field(default_factory=dict)  # per asked node, stored events no window places
 

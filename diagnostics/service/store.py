@@ -123,7 +123,8 @@ class StoreSource:
                       undated=got.undated, maintenance=got.maintenance, history=history,
                       listed=marked_nodes(got.tables.get("nodes"), LISTED),
                       cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=window_unreadable,
-                      said=got.said, later=got.later, oldest=got.oldest, undated_events=got.undated_events)
+                      said=got.said, later=got.later, oldest=got.oldest, undated_events=got.undated_events,
+                      late=got.late)
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
                 unreadable: dict[str, str] | None = None) -> pd.DataFrame:

@@ -102,7 +102,9 @@ class TableSource(Unstored):
         wanted = None if nodes is None else names
         end_ns = utc_ns(end) if end is not None else self._newest_ns(None)
         if end is None and wanted is not None:  # their own newest event where it comes later, as the store's end
-            end_ns = end_with_events(end_ns, self._newest_event(wanted))
+            own = self._newest_event(wanted)
+            alone = own is not None and self.newest(wanted) is None  # events alone: at their own time
+            end_ns = own if alone else end_with_events(end_ns, own)
         if end_ns is None:  # no reading has a time (a paste): all of them, dated by the engine as read at its end
             return Window(tables=self._frames(names, wanted, None, None), end=None, platforms=self.platforms(),
                           racks=self.racks(), history=self.history, listed=set(self._listed), cut=set(self._cut))
@@ -120,9 +122,11 @@ class TableSource(Unstored):
             for window in self._log.windows():
                 if wanted is None or window.node_id in wanted:
                     maintenance.setdefault(window.node_id, []).append(window)
+        late = {n: utc_datetime(last) for n in newest
+                if (last := self._newest_event([n])) is not None and last > end_ns}
         return Window(tables=tables, end=utc_datetime(end_ns), platforms=self.platforms(), racks=self.racks(),
                       newest=newest, maintenance=maintenance, history=self.history, listed=set(self._listed),
-                      cut=set(self._cut), oldest=oldest)
+                      cut=set(self._cut), oldest=oldest, late=late)
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
                 unreadable: dict[str, str] | None = None) -> pd.DataFrame:

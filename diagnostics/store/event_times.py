@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import sqlite_utils
 
+from .. import format as fmt
 from ..config.thresholds import load_thresholds
 from ..tables import EVENTS
 from ..times import utc_datetime, utc_ns
@@ -57,10 +58,20 @@ def events_after(db: sqlite_utils.Database, nodes: Collection[str] | None, end_n
 
 def end_with_events(reading_ns: int | None, event_ns: int | None, *, now: datetime | None = None) -> int | None:
     """Where a node's question's window ends when none is asked: its newest link reading, or its own newest event
-    where that comes later (a kernel log saved after the counters: its fatal Xid is the news, never dropped unsaid)
-    and is not dated after the wall clock (`clock_ahead_min`: a clock ahead, or a zone read wrong, must not carry
-    the window past every reading)."""
+    where that comes later (a kernel log saved after the counters: its fatal Xid is the news), by at most
+    `late_event_min` (a `dmesg -T` log's local time read as UTC runs hours off: the window stays with the counters
+    and the events past it are said, `late_events`) and not after the wall clock (`clock_ahead_min`)."""
     if event_ns is None or (reading_ns is not None and event_ns <= reading_ns):
         return reading_ns
-    wall = utc_ns(now or datetime.now(UTC)) + int(load_thresholds().setting("clock_ahead_min") * 60e9)
-    return event_ns if event_ns <= wall else reading_ns
+    settings = load_thresholds()
+    wall = utc_ns(now or datetime.now(UTC)) + int(settings.setting("clock_ahead_min") * 60e9)
+    near = reading_ns is None or event_ns - reading_ns <= int(settings.setting("late_event_min") * 60e9)
+    return event_ns if event_ns <= wall and near else reading_ns
+
+
+def late_note(node: str, event: datetime, reading: datetime | None) -> str:
+    """A node's events past its answer's window, said rather than judged (`end_with_events` left them out)."""
+    after = f", {fmt.hours(round((event - reading).total_seconds() / 3600, 1))} after its newest link reading" \
+        if reading is not None else ""
+    return (f"{node} has events after the window's end, up to {fmt.when(event)}{after}: not judged here (a `dmesg -T` "
+            "log prints local time, read as UTC); ask with the window's end at their time to judge them")

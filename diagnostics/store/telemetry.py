@@ -203,7 +203,10 @@ class TelemetryStore:
             return utc_ns(end)
         newest = self._catalog.newest("link_samples")
         if nodes is not None and newest is not None:
-            newest = end_with_events(newest, self.newest_event(nodes))
+            own = self.newest_event(nodes)
+            if self._catalog.newest("link_samples", sorted(nodes)) is None:  # events alone: at their own time
+                return own if own is not None else newest
+            newest = end_with_events(newest, own)
         return newest if newest is not None else self._catalog.newest("step_samples")
 
     def _runs(self, names: list[str] | None, start_ns: int | None, end_ns: int | None, workers: int) -> pd.DataFrame:
@@ -294,11 +297,13 @@ class TelemetryStore:
             twice = self._catalog.overlapping("link_samples", names, start_ns, end_ns)
             for node, note in same_time_notes(links, twice).items():
                 said.setdefault(node, []).append(note)
-        later = events_after(self._db, names, end_ns, set(newest)) if names != [] and end_ns is not None else {}
+        after = events_after(self._db, names, end_ns, set()) if names != [] and end_ns is not None else {}
+        later = {n: t for n, t in after.items() if n not in newest}
+        late = {n: t for n, t in after.items() if n in newest}
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
                            undated, planned, said, later, {k: utc_datetime(v) for k, v in oldest.items()},
-                           undated_events)
+                           undated_events, late)
 
     def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
                      columns: Collection[str] | None = None,

@@ -28,6 +28,7 @@ class StoreWindow:
     later: dict[str, datetime] = field(default_factory=dict)  # nodes with only events, newer than the end: the newest
     oldest: dict[str, datetime] = field(default_factory=dict)  # each asked node's oldest link reading in the store
     undated_events: dict[str, int] = field(default_factory=dict)  # per asked node, events without a time
+    late: dict[str, datetime] = field(default_factory=dict)  # nodes with link readings whose events run past the end
 
     @property
     def platforms(self) -> dict[str, str]:

@@ -287,8 +287,9 @@ def test_an_event_after_the_last_counter_reading_is_judged_through_the_file_and_
                                                                                         cli: Cli) -> None:
     """Counters read at 11:00 and 11:30, the kernel log saved at 11:50 with a GPU off the bus: the window ended at
     the last counter reading, so the Xid 79 after it was dropped without a word and the answer was the counters'
-    alone. The node's own newest event ends the window (the counters are still in it); one dated after the wall clock
-    does not (a clock ahead)."""
+    alone. The node's own newest event ends the window (the counters are still in it); one hours later (a `dmesg -T`
+    log's local time read as UTC) leaves the window with the counters and is said, through every door; one dated after
+    the wall clock does not move it (a clock ahead)."""
     log = tmp_path / "kern.log"
     log.write_text("[Wed May 13 11:50:02 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1911, name=python3, GPU has "
                    "fallen off the bus.\n", encoding="utf-8")
@@ -303,6 +304,19 @@ def test_an_event_after_the_last_counter_reading_is_judged_through_the_file_and_
         crc = [f for f in answer["findings"] if f["component"].startswith("GPU 2 -> GPU 0 NVLink 0")]
         assert crc and crc[0]["rates_per_hour"]["crc"] > 0  # the counters still judged, not "no reading"
     assert doors[0]["isolated_component"] == doors[1]["isolated_component"]
+    hours = tmp_path / "local.log"  # `dmesg -T` prints local time: read as UTC, eight hours after the counters
+    hours.write_text(log.read_text().replace("11:50:02", "19:50:02"), encoding="utf-8")
+    later = tmp_path / "later"
+    for path in (DATED_V100, hours):
+        assert cli("ingest", str(path), "--store", str(later), "--node", "v100")[0] == 0
+    for answer in (_answer(cli, "analyze", str(DATED_V100), str(hours), "--node", "v100"),
+                   _answer(cli, "analyze", "--store", str(later), "--node", "v100")):
+        assert answer["window_end"].startswith("2026-05-13T11:30:00"), answer["window_end"]  # the counters' window
+        assert answer["findings"] and not any("Xid 79" in json.dumps(f) for f in answer["findings"])
+        assert any("has events after the window's end, up to 2026-05-13 19:50 UTC, 8.3 h after its newest link "
+                   "reading: not judged here" in w for w in answer["warnings"]), answer["warnings"]
+    swept = json.loads(cli("sweep", "--store", str(later), "--json")[1])
+    assert any("1 node has events after the window's end, not judged here: v100" in w for w in swept["warnings"])
     ahead = tmp_path / "ahead.log"
     ahead.write_text(log.read_text().replace("11:50:02", "13:50:02"), encoding="utf-8")
     _answer(cli, "analyze", str(DATED_V100), str(ahead), "--node", "v100")  # built before the clock is frozen
