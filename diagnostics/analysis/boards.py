@@ -8,7 +8,7 @@ from collections.abc import Collection, Hashable, Mapping
 import pandas as pd
 
 from ..components import CHIP_PREFIX
-from ..config.platforms import all_platforms, has_nvswitch, platform_for_model
+from ..config.platforms import all_platforms, has_nvswitch, platform_for_model, platforms_for_model
 from ..enums import LinkType
 from ..errors import ConfigError
 from ..model import Finding
@@ -50,13 +50,14 @@ class Boards:
             if "model" not in rows:
                 continue
             models = sorted({str(m) for m in rows["model"].dropna()})
-            found = {p for p in (platform_for_model(m) for m in models) if p is not None}
+            found = {p for p in (platform_for_model(m) for m in models) if p is not None}  # the one guessed
             given = self.platforms.get(node)
             if given is not None:
-                if found and given not in found:
+                fits = {p for m in models for p in platforms_for_model(m)}  # every board the model is built into
+                if fits and given not in fits:
                     said = ", ".join(repr(m) for m in models)
                     self.contradicted[node] = (f"the platform given, {given}, is not what the GPU model {said} says "
-                                               f"({', '.join(sorted(found))})")
+                                               f"({', '.join(sorted(fits))})")
                     self.notes[node] = [f"{self.contradicted[node]}: its parts and steps may not fit the board"]
                 continue
             if len(found) == 1:

@@ -93,10 +93,18 @@ def platform_for_model(model: str | None) -> str | None:
     """The platform a GPU model label names (`NVIDIA H100 80GB HBM3` -> hgx-h100-8gpu), the most specific model
     first (`H100 NVL` before `H100`); None for a model no platform file claims, or for a PCIe card of an SXM model
     (an `H100 PCIe` is not on an HGX board)."""
+    found = platforms_for_model(model)
+    return max(found) if found else None
+
+
+def platforms_for_model(model: str | None) -> set[str]:
+    """Every platform a GPU model label names, as specifically as any does: a model built into several boards (a
+    GB200 in an NVL72 rack's tray and an NVL36x2's) names each, and only the inventory tells which."""
     if not model:
-        return None
+        return set()
     named = [(str(d.get("gpu_model", "")), n) for n, d in all_platforms().items()
              if d.get("gpu_model") and int(d.get("nvlinks_per_gpu", 0)) > 0]
     hits = [(m, n) for m, n in named if re.search(rf"(?<![A-Za-z0-9]){re.escape(m)}(?![A-Za-z0-9])", model)
             and ("pcie" not in model.lower() or "pcie" in m.lower())]  # a whole word: a GB200 is no B200 board
-    return max(hits, key=lambda h: (len(h[0]), h[1]))[1] if hits else None
+    longest = max((len(m) for m, _ in hits), default=0)
+    return {n for m, n in hits if len(m) == longest}

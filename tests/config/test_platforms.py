@@ -58,3 +58,21 @@ def test_a_platform_the_gpu_model_contradicts_holds_the_ticket_and_says_why() ->
     assert ticket.held is not None and "so the ticket is held" in " ".join(ticket.warnings)
     assert ticket.to_markdown().count("Priority held") == 1
     assert RulesDrafter().draft(right).held is None
+
+
+def test_a_model_built_into_several_boards_contradicts_none_of_them() -> None:
+    """A GB200 tray named gb200-nvl36x2-compute-tray was held as 'not what the GPU model says
+    (gb200-nvl72-compute-tray)', its ticket asking to rename a right platform to a wrong one: the GB200 is built
+    into both racks' trays, so either fits; another board's model still contradicts."""
+    from diagnostics.config.platforms import platforms_for_model
+
+    assert platforms_for_model("NVIDIA GB200") == {"gb200-nvl72-compute-tray", "gb200-nvl36x2-compute-tray"}
+    assert platform_for_model("NVIDIA GB200") == "gb200-nvl72-compute-tray"  # the guess where no one names it
+    links = node_links({(3, 7): 3000.0}, node="n1", gpus=4)
+    gpus = GPUS.conform(pd.DataFrame({"node_id": ["n1"] * 4, "gpu": range(4), "model": ["NVIDIA GB200"] * 4}))
+    tables = {"link_samples": links, "gpus": gpus}
+    for platform in ("gb200-nvl36x2-compute-tray", "gb200-nvl72-compute-tray"):
+        d = analyze_tables(tables, node_id="n1", platform=platform)
+        assert d.platform_contradicted is None and not any("is not what the GPU model" in w for w in d.warnings)
+    wrong = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+    assert wrong.platform_contradicted is not None and "gb200-nvl36x2-compute-tray" in wrong.platform_contradicted
