@@ -36,7 +36,7 @@ from .textlines import Collector, near, normalize_bus_id
 OFF_BUS_CODE = 79
 # nvidia-smi names a GPU it cannot reach instead of listing it, in every output (`nvlink`, `-q`)
 NO_HANDLE = re.compile(r"^\s*Unable to determine the device handle for GPU\s*(?P<bus>[0-9a-fA-F]+:[0-9a-fA-F:.]+):\s*"
-                       r"(?P<reason>.*?)\s*$")
+                       r"(?P<reason>.*?)\s*$", re.IGNORECASE)  # `nvidia-smi -L` prints `for gpu`
 JOIN_NS = 600 * 10**9  # an off-the-bus message and an Xid 79 line of one bus this close are one event
 BANNER_AFTER_NS = 60 * 10**9  # a driver banner this soon after an event (its reload) names the event's driver
 MESSAGE_LINES = 4  # the multi-line message: its first line and at most three more

@@ -359,8 +359,19 @@ class _Log:
                                                 f"{len(gpus)} GPU sections: a section is missing or damaged, so no "
                                                 "GPU is given an index (each keeps its bus id)")
             indexed = indexed and cut and len(gpus) < self.attached[0]
-        for index, gpu in enumerate(gpus):
+        for index, gpu in enumerate(_in_index_order(gpus)):
             gpu.emit(self.out, self.last, self.driver, index if indexed else None)
+
+
+def _in_index_order(gpus: list[_Gpu]) -> list[_Gpu]:
+    """The GPUs in the order of their indexes: as the output lists them (nvidia-smi goes through them in index order,
+    which is PCI bus order), except a GPU it could not reach whose line stands out of that order (written to stderr,
+    which a capture of both streams puts first): placed by its bus among the others, where they are in bus order."""
+    buses = [g.row["pci_bus_id"] for g in gpus]
+    if not any(g.lost is not None for g in gpus) or None in buses or buses == sorted(buses):
+        return gpus
+    others = [g.row["pci_bus_id"] for g in gpus if g.lost is None]
+    return sorted(gpus, key=lambda g: g.row["pci_bus_id"]) if others == sorted(others) else gpus
 
 
 class _Gpu:

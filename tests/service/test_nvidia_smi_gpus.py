@@ -196,3 +196,24 @@ def test_a_lost_gpu_in_an_excerpt_of_q_keeps_its_bus_and_another_reason_is_said(
     other = Q.read(Source.from_text(excerpt.replace("GPU is lost", "Unknown Error"), name="other.txt"), node_id=NODE)
     assert not (other["events"]["kind"] == "xid").any()
     assert any("could not reach the GPU at 0000:97:00.0 (Unknown Error" in w.message for w in other.warnings)
+
+
+def test_a_lost_gpus_line_printed_before_the_sections_is_placed_by_its_bus() -> None:
+    """`nvidia-smi -q &> file` puts the stderr line for an unreachable GPU first, before every section: read in
+    output order it took index 0 and pushed each GPU after it up one, so the ticket named GPU 0 for bus 75 and GPU 1
+    for GPU 0's readings. The sections run in bus order; the lost GPU takes its place by its bus. `nvidia-smi -L`
+    spells the line `for gpu`."""
+    from diagnostics.ingest.smi_query import READER as Q
+
+    text = H100_Q.read_text(encoding="utf-8")
+    start, end = text.index("GPU 00000000:75:00.0"), text.index("GPU 00000000:86:00.0")
+    banner = text.index("==============NVSMI LOG")
+    for spelled in ("GPU", "gpu"):
+        line = f"Unable to determine the device handle for {spelled} 0000:75:00.0: GPU is lost.  Reboot the system\n"
+        first = text[:banner] + line + text[banner:start] + text[end:]
+        said = Q.read(Source.from_text(first, name="q.txt"), node_id=NODE)
+        lost = said["events"][said["events"]["kind"] == "xid"]
+        assert lost[["gpu", "pci_bus_id"]].values.tolist() == [[2, "0000:75:00.0"]]
+        rows = said["link_samples"].sort_values("gpu")
+        assert rows[["gpu", "pci_bus_id"]].values.tolist()[:3] == [[0, "0000:53:00.0"], [1, "0000:64:00.0"],
+                                                                   [3, "0000:86:00.0"]]
