@@ -184,8 +184,9 @@ def _server(client: PrometheusClient, at: datetime | None) -> PrometheusSource:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("sweep", help=SUMMARIES["sweep"],
-                       description="Exit status: 0 all within thresholds, 1 offenders found, "
-                                   "3 the fleet view is incomplete (with --node: none of the node's readings is in "
+                       description="Exit status: 0 all within thresholds, 1 offenders found (even where the "
+                                   "view is incomplete: said on stderr), 3 the view is incomplete and none found "
+                                   "(with --node: none of the node's readings is in "
                                    "the span a sweep reads, or the server could not answer), 2 a usage or "
                                    "configuration error.")
     p.add_argument("--store", metavar="DIR", help="sweep the local telemetry store instead of a Prometheus server")
