@@ -14,7 +14,7 @@ first within the budget is posted; the headline and the verdict are in every lay
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,21 +298,14 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
     blocks.append(section(f"*Recommended action*\n{esc(d.repair_action)}"))
     if tickets:
-        blocks.append(section(f"*Open {'ticket' if len(tickets) == 1 else 'tickets'}*\n" + "\n".join(tickets)))
+        blocks.append(section(listed(f"*Open {'ticket' if len(tickets) == 1 else 'tickets'}*", tickets, len(tickets),
+                                     lambda left: f"{left} more open")))
     bad = degraded(d)
     if bad:
-        lines = [finding_line(f) for _, f in bad]
         kinds = [counted_as(f.ref) for _, f in bad]  # named as the fleet doors count them
         heading = "Degraded links" if set(kinds) == {"link"} else "Degraded parts"
-
-        def text(shown_lines: int) -> str:
-            more = f"\n…and {offending_parts(kinds[shown_lines:], more=True)}" if len(lines) > shown_lines else ""
-            return f"*{heading}*\n" + "\n".join(lines[:shown_lines]) + more
-
-        listed = min(shown.lines, len(lines))
-        while listed > 1 and len(text(listed)) > MAX_TEXT:  # whole lines, and the count of the rest, always kept
-            listed -= 1
-        blocks.append(section(text(listed)))
+        blocks.append(section(listed(f"*{heading}*", [finding_line(f) for _, f in bad], shown.lines,
+                                     lambda left: offending_parts(kinds[len(kinds) - left:], more=True))))
     notes = [esc(w) for w in d.warnings]
     if d.localization is not None:
         notes.append(f"localization confidence {d.localization.confidence:.0%}")
@@ -324,6 +317,20 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
     if drafts.parts_left or drafts.links_left:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=left_out(d, drafts, shown))]))
     return blocks
+
+
+def listed(heading: str, lines: Sequence[str], most: int, rest: Callable[[int], str]) -> str:
+    """A section's text: its heading, at most `most` of its lines, whole, as many as fit Slack's text limit, and
+    "…and `rest(n)`" for the n left out: a cut inside a line loses the count of the rest (and can land inside an
+    escape or an open bold)."""
+    def text(shown: int) -> str:
+        more = f"\n…and {rest(len(lines) - shown)}" if len(lines) > shown else ""
+        return heading + "\n" + "\n".join(lines[:shown]) + more
+
+    shown = min(most, len(lines))
+    while shown > 1 and len(text(shown)) > MAX_TEXT:
+        shown -= 1
+    return text(shown)
 
 
 def left_out(d: Diagnosis, drafts: Drafts, shown: Shown) -> str:
