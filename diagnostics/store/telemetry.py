@@ -100,6 +100,7 @@ class TelemetryStore:
         """Read the files (folders recursively) and keep what they hold; an inventory file gives node records.
         `progress` is advanced by one per file read and one per file stored (or passed over)."""
         seen = {str(v) for r in self._table("ingests").rows for v in (r["sha256"], r.get("content")) if v}
+        held = self.nodes()
         xid_last = xid_state(self._db)
         outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last,
                                 progress=progress)
@@ -113,6 +114,7 @@ class TelemetryStore:
             keep_refused(self._db, refused, [o.result for o in outcomes if o.status == "ingested" and o.result])
             keep_xid_state(self._db, xid_last)
         report = IngestReport.of(outcomes)
+        report.node_warnings += case_apart(held, self.nodes(), str(self.root))
         report.node_warnings += [w for o in outcomes if (w := untimed_warning(o)) is not None]
         tolerance = timedelta(minutes=load_thresholds().setting("clock_ahead_min"))
         report.node_warnings += [w for o in outcomes if (w := ahead_warning(o, now=datetime.now(UTC),
@@ -398,6 +400,16 @@ class TelemetryStore:
                                   params)
         frame: pd.DataFrame = conform(pd.DataFrame(cursor.fetchall(), columns=[d[0] for d in cursor.description]))
         return frame
+
+
+def case_apart(before: Collection[str], after: Collection[str], where: str) -> list[IngestWarning]:
+    """A node an ingest added whose name is a stored node's but for letter case (`--node HPC-GPU-NODE-12` beside
+    hpc-gpu-node-12): one machine's readings split over two nodes, each judged on half of them, said."""
+    known = {n.casefold(): n for n in before}
+    return [IngestWarning(where, None, f"node {new!r} is stored apart from {old!r}, which differs from it only in "
+                          "letter case: if they are one machine, its readings are now split between them; ingest them "
+                          f"again with --node {old}")
+            for new in sorted(set(after) - set(before)) if (old := known.get(new.casefold())) is not None]
 
 
 def open_store(root: Path | str, *, create: bool = True) -> TelemetryStore:

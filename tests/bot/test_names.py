@@ -106,3 +106,22 @@ def test_the_cli_and_the_store_say_it_too(fleet_file: Path, tmp_path: Path,
     by_store = StoreNodeSource(store)
     assert _says_lookalike(" ".join(by_store.diagnose(LOOKALIKE).warnings))
     assert by_store.diagnose(FULLWIDTH).node_id == FAILING
+
+
+def test_a_node_ingested_under_another_case_is_said_and_a_case_alike_lookup_offers_each(tmp_path: Path,
+                                                                                      capsys: pytest.CaptureFixture[str]
+                                                                                      ) -> None:
+    """Names are matched letter case aside, yet `ingest --node HPC-GPU-NODE-12` beside hpc-gpu-node-12 silently
+    stored a second node, and a lookup then offered one of them: the ingest says the split, and a name several nodes
+    match but for case offers each (none is guessed)."""
+    real = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nvlink_e_v100_short_form_dated_2.txt"
+    store = str(tmp_path / "store")
+    assert cli(["ingest", str(real), "--store", store, "--node", FAILING]) == 0
+    capsys.readouterr()
+    assert cli(["ingest", str(real), "--store", store, "--node", FAILING.upper(), "--at", "now"]) == 0
+    err = capsys.readouterr().err
+    said = f"node '{FAILING.upper()}' is stored apart from '{FAILING}', which differs from it only in letter case"
+    assert said in err, err
+    assert cli(["analyze", "--store", store, "--node", "Hpc-Gpu-Node-12"]) == 2
+    err = capsys.readouterr().err
+    assert f"did you mean {FAILING.upper()}, {FAILING}?" in err, err
