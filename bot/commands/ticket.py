@@ -77,6 +77,10 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
         return (diagnosis, answer.graph), answer.incomplete
 
     (diagnosis, graph), incomplete = judged(request)
+    if diagnosis.node_id != node and label == node:  # a name typed otherwise (letter case, NFKC): said, and answered
+        for said in (w for w in diagnosis.warnings if w.startswith(f"`{node}` was matched to the node")):
+            print(f"fabricbot: {said}", file=sys.stderr)  # under the node's own name
+        label = diagnosis.node_id
     return label, diagnosis, graph, incomplete, lambda owner: judged(replace(request, node=owner, platform=None))[0]
 
 

@@ -80,6 +80,12 @@ def test_a_name_typed_in_capitals_finds_the_node_and_says_so_unless_two_differ_b
     assert cli(["analyze", str(fleet_file), "--node", shouted, "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["node_id"] == FAILING and any("letter case aside" in w for w in answer["warnings"])
+    store = tmp_path / "store"
+    assert cli(["ingest", str(fleet_file), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert cli(["ticket", "HPC-GPU-NODE-03", "--store", str(store), "--rules"]) == 1  # healthy: nothing to repair
+    err = capsys.readouterr().err
+    assert "letter case aside" in err and "hpc-gpu-node-03: no unhealthy link" in err, err
 
 
 def test_the_fleet_view_names_the_look_alike(fleet_file: Path) -> None:
