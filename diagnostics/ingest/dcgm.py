@@ -300,8 +300,7 @@ class DcgmParser:
             raise InputError(f"the series name {len(self.hosts)} hosts ({named}) and --node names one node "
                              f"({self.node_id}): read as one, each machine's readings would hide another's; leave "
                              "--node out to keep each host's readings as its own node (`analyze FILE --node HOST` "
-                             "answers one of them)", source=self.files[0] if self.files else None,
-                             field="--node", value=self.node_id)
+                             "answers one of them)", source=self.files[0] if self.files else None, field="--node")
         warnings = [*self.warnings, *checks(self.parts, self.entities, self.files, self.mig)]
         if self.node_id is None and any(e[0] == UNNAMED for e in self.entities):
             warnings.append(IngestWarning(self.files[0] if self.files else "<input>", None,
