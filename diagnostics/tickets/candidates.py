@@ -160,8 +160,11 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
         evidence = [f"every failing link is down on {len(down_gpus)} GPUs, but {none}: no Fabric Manager runs there"]
     elif wide:
         evidence = [f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"]
-    else:
+    elif any(f.ref.kind in (ComponentKind.NVLINK, ComponentKind.NVSWITCH) for f in bad):
         evidence = ["link errors are confined to specific links: a software fault would take links down "
+                    + ("domain-wide" if domain else "node-wide")]
+    else:  # the fault is a GPU's or a PCIe link's (a GPU off the bus): no NVLink is failing at all
+        evidence = ["no NVLink is down or failing: a software fault would take links down "
                     + ("domain-wide" if domain else "node-wide")]
     out[fabric.slug] = Candidate(
         ref=fabric, kind=ComponentKind.FABRIC_SOFTWARE, fault=FaultKind.FABRIC_MANAGER, component=fabric.name,

@@ -30,3 +30,18 @@ def test_a_gpu_that_stopped_reporting_drafts_the_off_bus_plan(platform: str, gpu
     steps = [s.text for s in [*ticket.isolation_steps, *ticket.repair_steps]]
     assert not [s for s in steps if "Hold the ticket" in s or "input and the platform agree" in s], steps
     assert ticket.isolation_steps[0].text.startswith("Drain"), steps
+
+
+def test_the_fabric_software_hypothesis_of_a_gpu_off_the_bus_does_not_speak_of_link_errors() -> None:
+    """Ranked second for a GPU off the bus, Fabric Manager was dismissed because 'link errors are confined to specific
+    links', where no link had an error at all."""
+    from diagnostics.ingest.base import Source
+    from diagnostics.service import Request, diagnose, files_source
+
+    log = Source.from_text("[Wed May 13 11:50:02 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1911, name=python3, GPU "
+                           "has fallen off the bus.\n", name="kern.log")
+    source, node, _ = files_source([log], node="n1")
+    ticket = RulesDrafter().draft(diagnose(source, Request(node=node)).diagnosis)
+    (software,) = [h for h in ticket.hypotheses if h.kind == "fabric-software"]
+    said = " ".join(software.evidence)
+    assert "no NVLink is down or failing" in said and "confined" not in said, said
