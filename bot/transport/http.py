@@ -4,6 +4,8 @@ Bolt's Starlette adapter runs the synchronous `App.dispatch` on the server's eve
 every other; here dispatch runs in the thread pool, and the acknowledgement is made on that request's thread. Before
 dispatch: an unsigned or stale request gets 401, a signed one Slack would never send (not JSON, not an object) 400,
 and a replay of a request already seen (the same signature inside Slack's five minutes) an empty 200 and no work.
+Slack's certificate check of a slash command's URL (`ssl_check=1`) gets an empty 200 before any of that, as Bolt's
+own `SslCheck` middleware answers it ahead of its signature check: it asks for nothing to be done.
 Plain HTTP: put a TLS-terminating proxy in front (Slack calls only https:// request URLs).
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from urllib.parse import parse_qs
 
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_bolt.request.internals import parse_body
@@ -35,6 +38,13 @@ def _signed(verifier: SignatureVerifier, body: bytes, timestamp: str, signature:
         return False
 
 
+def _ssl_check(body: bytes, content_type: str | None) -> bool:
+    """Whether the request is Slack's certificate check (a form with `ssl_check=1`), as Bolt's SslCheck tells it."""
+    if not (content_type or "").startswith("application/x-www-form-urlencoded") or b"ssl_check" not in body:
+        return False
+    return parse_qs(body.decode("utf-8", "replace")).get("ssl_check") == ["1"]
+
+
 def asgi_app(app: FabricApp, signing_secret: str | None, *, extra: Sequence[Route] = ()) -> Starlette:
     """The ASGI app that serves `app` to Slack: commands, interactions and events all arrive at one URL.
 
@@ -45,6 +55,8 @@ def asgi_app(app: FabricApp, signing_secret: str | None, *, extra: Sequence[Rout
 
     async def events(request: Request) -> Response:
         body = await request.body()
+        if _ssl_check(body, request.headers.get("content-type")):
+            return Response(status_code=200)
         if verifier is not None:
             signature = request.headers.get("x-slack-signature", "")
             if not _signed(verifier, body, request.headers.get("x-slack-request-timestamp", ""), signature):

@@ -65,6 +65,11 @@ def test_signed_requests_are_accepted_and_unsigned_or_stale_ones_rejected() -> N
         assert inj.send(body.replace("help", "fleet"), form, timestamp=ts, signature=sig).status == 401
         challenge = inj.url_verification("c-123")
         assert challenge.status == 200 and challenge.json() == {"challenge": "c-123"}
+        # Slack's check of a slash command URL's certificate: answered as Bolt's SslCheck answers it, before any
+        # signature check (401 made Slack's check fail), and nothing done
+        checked = inj.send("ssl_check=1&token=legacy-token", form, sign=False)
+        assert checked.status == 200 and checked.body == ""
+        assert inj.send("ssl_check=0&token=x", form, sign=False).status == 401
         time.sleep(0.2)
         assert not posted(local.slack)  # none of the rejected requests did any work
 
