@@ -60,7 +60,7 @@ def end_with_events(reading_ns: int | None, event_ns: int | None, *, now: dateti
     """Where a node's question's window ends when none is asked: its newest link reading, or its own newest event
     where that comes later (a kernel log saved after the counters: its fatal Xid is the news), by at most
     `late_event_min` (a `dmesg -T` log's local time read as UTC runs hours off: the window stays with the counters
-    and the events past it are said, `late_events`) and not after the wall clock (`clock_ahead_min`)."""
+    and the events past it are said, `late_note`) and not after the wall clock (`clock_ahead_min`)."""
     if event_ns is None or (reading_ns is not None and event_ns <= reading_ns):
         return reading_ns
     settings = load_thresholds()

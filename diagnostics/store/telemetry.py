@@ -200,7 +200,7 @@ class TelemetryStore:
         newest event, as `analyze FILE` ends their window, not the others' readings, which may be older than it.
         A fleet's window keeps the readings' end: a log whose times are off (`dmesg -T` is local time, read as UTC)
         must not move every node's window. Asked of some nodes, their own newest event ends it where that comes
-        later, up to the wall clock (`end_with_events`)."""
+        later by at most `late_event_min`, and never past the wall clock (`end_with_events`)."""
         if end is not None:
             return utc_ns(end)
         newest = self._catalog.newest("link_samples")
