@@ -298,14 +298,14 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
     blocks.append(section(f"*Recommended action*\n{esc(d.repair_action)}"))
     if tickets:
-        blocks.append(section(listed(f"*Open {'ticket' if len(tickets) == 1 else 'tickets'}*", tickets, len(tickets),
-                                     lambda left: f"{left} more open")))
+        heading = f"*Open {'ticket' if len(tickets) == 1 else 'tickets'}*"
+        blocks.append(section(whole_lines(heading, tickets, len(tickets), lambda left: f"{left} more open")))
     bad = degraded(d)
     if bad:
         kinds = [counted_as(f.ref) for _, f in bad]  # named as the fleet doors count them
         heading = "Degraded links" if set(kinds) == {"link"} else "Degraded parts"
-        blocks.append(section(listed(f"*{heading}*", [finding_line(f) for _, f in bad], shown.lines,
-                                     lambda left: offending_parts(kinds[len(kinds) - left:], more=True))))
+        blocks.append(section(whole_lines(f"*{heading}*", [finding_line(f) for _, f in bad], shown.lines,
+                                          lambda left: offending_parts(kinds[len(kinds) - left:], more=True))))
     notes = [esc(w) for w in d.warnings]
     if d.localization is not None:
         notes.append(f"localization confidence {d.localization.confidence:.0%}")
@@ -319,7 +319,7 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
     return blocks
 
 
-def listed(heading: str, lines: Sequence[str], most: int, rest: Callable[[int], str]) -> str:
+def whole_lines(heading: str, lines: Sequence[str], most: int, rest: Callable[[int], str]) -> str:
     """A section's text: its heading, at most `most` of its lines, whole, as many as fit Slack's text limit, and
     "…and `rest(n)`" for the n left out: a cut inside a line loses the count of the rest (and can land inside an
     escape or an open bold)."""

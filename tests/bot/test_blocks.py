@@ -253,13 +253,14 @@ def test_a_node_with_no_part_isolated_shows_none_not_the_contracts_string() -> N
 
 def test_a_long_list_of_open_tickets_is_cut_at_a_line_and_counts_the_rest() -> None:
     """A node with many open tickets filled its section past Slack's 3,000 characters, cut inside a line."""
-    from bot.blocks import listed
+    from bot.blocks import whole_lines
     from bot.fitting import MAX_TEXT
 
     tickets = [f"• FAB-{i:04d}: GPU {i % 8} NVLink {i % 18} -> NVSwitch {i % 4} port {i} (open; filed by <@UBOB> "
                "2026-12-07 05:30 UTC)" for i in range(60)]
-    text = listed("*Open tickets*", tickets, len(tickets), lambda left: f"{left} more open")
+    text = whole_lines("*Open tickets*", tickets, len(tickets), lambda left: f"{left} more open")
     lines = text.splitlines()
     assert len(text) <= MAX_TEXT and lines[1:-1] == tickets[:len(lines) - 2]
     assert lines[-1] == f"…and {len(tickets) - (len(lines) - 2)} more open"
-    assert listed("*Open ticket*", tickets[:1], 1, lambda left: f"{left} more open") == f"*Open ticket*\n{tickets[0]}"
+    one = whole_lines("*Open ticket*", tickets[:1], 1, lambda left: f"{left} more open")
+    assert one == f"*Open ticket*\n{tickets[0]}"
