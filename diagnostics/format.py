@@ -111,6 +111,16 @@ def dropped(names: Sequence[str], *, at_least: bool = False) -> str:
             f"is a damaged or cut number, {known}")
 
 
+UNREAD = " missing from a reading of the window"
+
+
+def unread(names: Sequence[str]) -> str:
+    """Counters a reading of the link's window holds no value of where its others do (a value refused as damaged, a
+    line cut): their increase over the window is not known (the one wording of it)."""
+    said = " and ".join(label(n) for n in names) or "a counter"
+    return f"{said}{UNREAD} that the link's other readings hold (a value refused or cut): the rate is not known"
+
+
 def totals_noted(values: Mapping[str, float], evidence: Sequence[str]) -> str:
     """A lone reading's totals (`totals`) with a pinned counter's lower bound (`pinned`, found in the link's
     evidence) said beside them: the one line of them every door shows."""

@@ -343,6 +343,10 @@ class Diagnosis(BaseModel):
         default=0, description="Its links with a counter read lower than the reading before while their other "
                                "counters held theirs (no restart, which zeroes every counter: a damaged or cut number) "
                                "that no rule failed on what they count: that rate is unknown, so not judged.")
+    unread: int = Field(
+        default=0, description="Its links with a counter a reading of the window holds no value of where the link's "
+                               "other readings hold one (a value refused as damaged, a line cut): that rate is "
+                               "unknown, so not judged.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:
@@ -366,7 +370,8 @@ class Diagnosis(BaseModel):
         thousands of replays since reset; a second reading cut before the failing link; a counter pinned at its
         maximum in both readings, whose 0/h is no rate)."""
         return (self.lists_every_link and not self.fault_detected
-                and (not self.rates_known or self.read_once > 0 or self.pinned > 0 or self.dropped > 0)
+                and (not self.rates_known or self.read_once > 0 or self.pinned > 0 or self.dropped > 0
+                     or self.unread > 0)
                 and self.links_read)
 
     def unrated_said(self) -> str:
@@ -377,6 +382,8 @@ class Diagnosis(BaseModel):
             return f"{fmt.count(self.dropped, 'link')} with a counter read lower than before, no restart"
         if self.read_once:
             return f"{fmt.count(self.read_once, 'link')} read once"
+        if self.unread:
+            return f"{fmt.count(self.unread, 'link')} with a counter a reading holds no value of"
         return "one reading per link"
 
     def fault_said(self) -> str:

@@ -103,9 +103,12 @@ def _rest(d: Diagnosis, left: int) -> str:
                  and any(fmt.PINNED in e for e in f.evidence))  # read twice, its counter stuck: no rate
     dropped = sum(1 for f in d.findings if f.severity.value == "ok" and f not in lone
                   and any(fmt.DROPPED in e for e in f.evidence))  # a count read lower with no restart: no rate
-    kinds = [(left - len(lone) - pinned - dropped, "within thresholds"),
+    unread = sum(1 for f in d.findings if f.severity.value == "ok" and f not in lone
+                 and any(fmt.UNREAD in e for e in f.evidence))  # a reading without a value its others hold
+    kinds = [(left - len(lone) - pinned - dropped - unread, "within thresholds"),
              (pinned, "with a counter pinned at its maximum: its rate unknown"),
              (dropped, "with a counter read lower than before, no restart: its rate unknown"),
+             (unread, "with a counter missing from a reading: its rate unknown"),
              (sum(1 for f in lone if f.counts), "read once: totals only, no rates"),
              (sum(1 for f in lone if not f.counts), "read once: link states only, no error counters")]
     said = [(n, what) for n, what in kinds if n]

@@ -86,6 +86,9 @@ LONE_READING_ACTION = ("Read the counters again in a few minutes: one reading ho
 DROPPED_ACTION = ("Read the link's counters again, twice a few minutes apart: a count read lower than the reading "
                   "before while the link's other counters held is a damaged or cut number, not a restart, so its "
                   "error rate is not known")
+UNREAD_ACTION = ("Read the link's counters again, twice a few minutes apart: a reading of the window holds no value of "
+                 "a counter its other readings hold (a value refused as damaged, or a line cut), so its error rate is "
+                 "not known")
 PINNED_ACTION = ("Read the pinned link's counters again after its GPU's next reset or reboot, which starts them from "
                  "zero: a counter pinned at its maximum counts no further, so its error rate is not known")
 STATES_ONLY_ACTION = ("Read the error counters (`nvidia-smi nvlink -e` twice a few minutes apart, or dcgm-exporter "
@@ -100,14 +103,15 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False,
              lists_every_link: bool = False, platform_guess: str | None = None,
              window_asked_hours: float | None = None, counted: bool | None = None, read_once: int = 0,
-             pinned: int = 0, dropped: int = 0, contradicted: str | None = None) -> Diagnosis:
+             pinned: int = 0, dropped: int = 0, unread: int = 0, contradicted: str | None = None) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts). `counted`: whether an error counter was read on any of its links (None:
     as its findings say; a fleet's findings hold only its flagged links). `read_once`: its links whose counters were
     read once where others were read more (not judged); `pinned`: those with a counter pinned at its maximum that
     no rule failed on its lower bound (its rate unknown); `dropped`: those with a counter read lower than before while
-    their others held, no rule failing on what they count (a damaged or cut number: its rate unknown);
+    their others held, no rule failing on what they count (a damaged or cut number: its rate unknown); `unread`:
+    those with a counter a reading of the window holds no value of where the others do (its rate unknown);
     `contradicted`: why the readings do not fit the named platform (their GPU model names another), which holds
     every part's ticket as a plan that cannot apply does: no one acts on a part of the wrong board."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
@@ -168,6 +172,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         action = PINNED_ACTION
     elif dropped:
         action = DROPPED_ACTION
+    elif unread and not read_once:  # a link of a cut second reading is one read once: said so, below
+        action = UNREAD_ACTION
     elif top is not None and top.severity is Severity.WARNING:
         action = repair_action("warning", platform=platform, node_id=node_id)
     elif not rates_known or read_once:  # a lone reading: of counters (totals), or of states and speeds alone
@@ -190,7 +196,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline,
                                                                   rack is not None),
         rack=rack, tray=tray, lists_every_link=lists_every_link, links_read=has_links,
-        rates_known=rates_known and has_links, read_once=read_once, pinned=pinned, dropped=dropped,
+        rates_known=rates_known and has_links, read_once=read_once, pinned=pinned, dropped=dropped, unread=unread,
         held=every_held(locs),
     )
 

@@ -156,7 +156,10 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
     evidence.extend(said)
     crossed, said, cut = _dropped(row, crossed)
     evidence.extend(said)
-    unknown = [*unknown, *cut]
+    holes = [c for c in COUNTERS if _present(row.get(f"{c}_unread")) and bool(row.get(f"{c}_unread"))]
+    if holes:
+        evidence.append(fmt.unread(holes))
+    unknown = [*unknown, *cut, *holes]
     rates = {c: r for c, r in rates.items() if c not in unknown}  # pinned and crossing nothing: no rate, not 0/h
     severity, ratio = summarize(crossed)
     ref = ref_of(row)

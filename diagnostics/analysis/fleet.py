@@ -197,6 +197,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     once = read_once(metrics)
     pinned = unrated_links(metrics, thresholds, graph_of.nvlink_generation)
     dropped = unrated_links(metrics, thresholds, graph_of.nvlink_generation, flag="dropped", marker=fmt.DROPPED)
+    unread = unrated_links(metrics, thresholds, graph_of.nvlink_generation, flag="unread", marker=fmt.UNREAD)
     early = _names(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
     restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
     fabric = fabric_states(events)
@@ -326,7 +327,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         for stuck in pinned.get(node, []):
             notes.append(f"{stuck}; its true rate is not known and may fail a rule, so finding no fault is no "
                          "all-clear")
-        notes.extend(f"{cut}; it may fail a rule, so finding no fault is no all-clear" for cut in dropped.get(node, []))
+        notes.extend(f"{cut}; it may fail a rule, so finding no fault is no all-clear"
+                     for cut in [*dropped.get(node, []), *unread.get(node, [])])
         job = result.jobs.get(chosen[node]) if node in chosen else None
         if job is not None:
             notes.extend(job.warnings)
@@ -345,6 +347,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2, counted=node in counted,
             read_once=once.get(node, 0), pinned=len(pinned.get(node, [])), dropped=len(dropped.get(node, [])),
+            unread=len(unread.get(node, [])),
             has_links=node in view.gpus_seen or node in reporting_links,
             job_gpus=_job_gpus(job, graph_of), stated_pairs=node in listed, lists_every_link=full,
             platform_guess=graph_of.guess(node), contradicted=graph_of.contradiction(node))

@@ -88,8 +88,11 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     rated = covered_h * 3600 >= limits().rate_min_interval_s
     safe_h = np.where(rated, covered_h, 1.0)
 
+    unread = np.zeros(nseg, dtype=bool)
+
     def counted(c: str, d: np.ndarray, reset: np.ndarray) -> np.ndarray:
         """The counter's increase, rate and total per link into `out`; the links it reset on."""
+        nonlocal unread
         col = p.column(c)
         values = col[at]
         inc = np.bincount(owner, weights=d, minlength=nseg)
@@ -97,6 +100,12 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
         total = np.where(hi > seg0, col[last_at], np.nan)
         if np.isnan(values).any():  # some of a link's readings lack this counter (another platform's field, a cut)
             inc, per_hour, total = _own_readings(inc, per_hour, total, values, owner, p.t[idx], hi - lo)
+            # a counter the link's readings hold, but one of them not (a value refused or cut): its increase unknown
+            held = np.bincount(owner[~np.isnan(values)], minlength=nseg)
+            hole = (held >= 1) & (held < hi - lo) & np.isnan(inc) & (hi - lo >= 2)
+            if hole.any():
+                out[f"{c}_unread"] = hole
+                unread |= hole
         out[f"{c}_increase"] = inc
         out[f"{c}_per_hour"] = per_hour
         out[f"{c}_total"] = total
@@ -119,6 +128,7 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
         resets_total = np.maximum(resets_total, counted(c, d, reset))
     out["resets"] = resets_total
     out["dropped"] = dropped
+    out["unread"] = unread
     return pd.DataFrame(out)
 
 

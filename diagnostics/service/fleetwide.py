@@ -169,6 +169,18 @@ def _undated(answered: Fleet) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _rate_unknown(result: SweepResult, nodes: list[str], link: str) -> None:
+    """Nodes holding a link (`link`: what is wrong with it) whose true rate is unknown and what it shows fails no
+    rule: not judged, so the view is incomplete."""
+    if not nodes:
+        return
+    result.complete = False
+    result.incomplete_reasons.append(
+        f"{fmt.count(len(nodes), 'node')} {'holds' if len(nodes) == 1 else 'hold'} a link {link}, what it shows "
+        "failing no rule: its true rate is unknown, so not judged: " + ", ".join(nodes[:10])
+        + (" ..." if len(nodes) > 10 else ""))
+
+
 def _untimed(result: SweepResult, nodes: list[str], held: str, judged: str) -> None:
     """Nodes holding only `held` (readings or events no window can place): not judged, said with how to date them."""
     if not nodes:
@@ -254,20 +266,17 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     pinned = sorted(n for n, d in answered.diagnoses.items() if d.pinned and not d.fault_detected and n not in lone)
     dropped = sorted(n for n, d in answered.diagnoses.items()
                      if d.dropped and not d.fault_detected and n not in lone and n not in pinned)
-    result.unjudged = sorted({*lone, *pinned, *dropped, *(n for n in unreadable if n not in reporting)})
-    if dropped:  # a count read lower with no restart: a damaged or cut number, its increase unknown
-        result.complete = False
-        result.incomplete_reasons.append(
-            f"{fmt.count(len(dropped), 'node')} {'holds' if len(dropped) == 1 else 'hold'} a link with a counter read "
-            "lower than before while its others held (a damaged or cut reading, no restart), what it shows failing "
-            "no rule: its true rate is unknown, so not judged: " + ", ".join(dropped[:10])
-            + (" ..." if len(dropped) > 10 else ""))
-    if pinned:  # a counter stuck at its maximum in both readings: its 0/h is no rate
-        result.complete = False
-        result.incomplete_reasons.append(
-            f"{fmt.count(len(pinned), 'node')} {'holds' if len(pinned) == 1 else 'hold'} a link whose counter is "
-            "pinned at its maximum, what it shows failing no rule: its true rate is unknown, so not judged: "
-            + ", ".join(pinned[:10]) + (" ..." if len(pinned) > 10 else ""))
+    unread = sorted(n for n, d in answered.diagnoses.items()
+                    if d.unread and not d.read_once and not d.fault_detected and n not in lone and n not in pinned
+                    and n not in dropped)
+    result.unjudged = sorted({*lone, *pinned, *dropped, *unread, *(n for n in unreadable if n not in reporting)})
+    # a rate unknown, what it shows failing no rule: a reading without a value its others hold (refused as damaged,
+    # cut), a count read lower with no restart (a damaged or cut number), a counter stuck at its maximum
+    _rate_unknown(result, unread, "with a counter missing from a reading of the window that its other readings hold "
+                                  "(a value refused or cut)")
+    _rate_unknown(result, dropped, "with a counter read lower than before while its others held (a damaged or cut "
+                                   "reading, no restart)")
+    _rate_unknown(result, pinned, "whose counter is pinned at its maximum")
     if lone:
         result.complete = False
         kinds = {NO_LINKS_ACTION if n in ran and n not in reporting else answered.diagnoses[n].repair_action

@@ -124,9 +124,9 @@ def lone_and_cut_store(tmp_path: Path, *, cut: bool) -> tuple[Path, Path | None]
     """A store a sweep cannot judge whole: node-1 read once (totals only), node-2 read three times and clean, node-3
     likewise with its part cut when `cut` (the part's path returned)."""
     csv = tmp_path / "links.csv"
-    links(link_series(steady(20.0, 1), node="node-1", gpu=0, link=0),
-          link_series(steady(20.0, 3), node="node-2", gpu=0, link=0),
-          link_series(steady(20.0, 3), node="node-3", gpu=0, link=0)).to_csv(csv, index=False)
+    links(link_series(steady(24.0, 1), node="node-1", gpu=0, link=0),  # whole counts: a fraction is no count
+          link_series(steady(24.0, 3), node="node-2", gpu=0, link=0),
+          link_series(steady(24.0, 3), node="node-3", gpu=0, link=0)).to_csv(csv, index=False)
     store = tmp_path / "store"
     assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
     if not cut:

@@ -58,8 +58,8 @@ def test_a_fleet_with_unjudged_nodes_is_said_incomplete_as_the_sweep_says(
 
 def test_a_fleet_judged_whole_is_not_called_incomplete(tmp_path: Path) -> None:
     csv = tmp_path / "links.csv"
-    links(link_series(steady(20.0, 3), node="node-1", gpu=0, link=0),
-          link_series(steady(20.0, 3), node="node-2", gpu=0, link=0)).to_csv(csv, index=False)
+    links(link_series(steady(24.0, 3), node="node-1", gpu=0, link=0),  # whole counts: a fraction is no count
+          link_series(steady(24.0, 3), node="node-2", gpu=0, link=0)).to_csv(csv, index=False)
     store = tmp_path / "store"
     assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
     said = _fleet(store)

@@ -323,3 +323,38 @@ def test_an_event_after_the_last_counter_reading_is_judged_through_the_file_and_
     with freeze_time("2026-05-13T12:00:00Z"):  # the log's clock two hours ahead of the wall clock
         answer = _answer(cli, "analyze", str(DATED_V100), str(ahead), "--node", "v100")
     assert answer["window_end"].startswith("2026-05-13T11:30:00"), answer["window_end"]
+
+
+def test_a_counter_value_refused_in_one_reading_leaves_its_rate_unknown_through_every_door(tmp_path: Path,
+                                                                                          cli: Cli) -> None:
+    """GPU 0 NVLink 0's replay count in the second reading refused (`-1`: a counter is never negative, said and not
+    read): the link's replay rate was '-' and the node 'fault=no', exit 0, what it carries unseen. Its rate is
+    unknown, and the answer incomplete as for a count read lower than before: the file, the store and the sweep."""
+
+    def reading(at: str, replays: str) -> str:
+        head = (f"{at}\n$ nvidia-smi nvlink -e\n"
+                "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-abababababab)\n")
+        return head + "".join(f"         Link {k}: Replay Errors: {replays if k == 0 else 0}\n"
+                              f"         Link {k}: Recovery Errors: 0\n         Link {k}: CRC Errors: 0\n"
+                              for k in range(18))
+
+    damaged = tmp_path / "nvlink.txt"
+    damaged.write_text(reading("Mon Dec  7 03:00:00 UTC 2026", "100") + reading("Mon Dec  7 03:20:00 UTC 2026", "-1"),
+                       encoding="utf-8")
+    store = tmp_path / "store"
+    assert cli("ingest", str(damaged), "--store", str(store), "--node", "v100")[0] == 0
+    for argv in (["analyze", str(damaged), "--node", "v100"], ["analyze", "--store", str(store), "--node", "v100"]):
+        code, out, err = cli(*argv, "--json")
+        answer = json.loads(out)
+        assert code == 3 and answer["unread"] == 1 and not answer["fault_detected"], (argv, err)
+        [link] = [f for f in answer["findings"] if f["component"].startswith("GPU 0 NVLink 0")]
+        assert "replay" not in link["rates_per_hour"] and any(" missing from a reading of the window" in e
+                                                                for e in link["evidence"])
+        assert "INCOMPLETE" in err
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    swept = json.loads(out)
+    assert code == 3 and swept["unjudged"] == ["v100"] and not swept["complete"]
+    clean = tmp_path / "clean.txt"  # the same readings whole: its rate judged, no such note
+    clean.write_text(reading("Mon Dec  7 03:00:00 UTC 2026", "100") + reading("Mon Dec  7 03:20:00 UTC 2026", "150"),
+                     encoding="utf-8")
+    assert json.loads(cli("analyze", str(clean), "--node", "v100", "--json")[1])["unread"] == 0
