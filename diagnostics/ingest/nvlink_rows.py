@@ -90,8 +90,8 @@ class LinkRows:
         """The end of a block: its links stated one by one read 0 where the short form leaves a counter out; in the
         full form, a link missing some of the -e counters is noted as cut off (said by `finish`)."""
         for key, (row, number) in self._listed.items():
-            if self._named:
-                for column in self._named:
+            if self._named:  # a value refused (said) is not a counter the short form left out: unknown, not 0
+                for column in self._named - set(self._unread.get(key, ())):
                     row.setdefault(column, 0.0)
                 continue
             missing = [c for c in self.complete if c not in row and c not in self._unread.get(key, ())]

@@ -354,6 +354,11 @@ def test_a_counter_value_refused_in_one_reading_leaves_its_rate_unknown_through_
     code, out, _ = cli("sweep", "--store", str(store), "--json")
     swept = json.loads(out)
     assert code == 3 and swept["unjudged"] == ["v100"] and not swept["complete"]
+    short = tmp_path / "short.txt"  # the short form, which reads a counter it leaves out as 0: a refused one is not
+    short.write_text(DATED_V100.read_text(encoding="utf-8").replace("CRC Errors: 45068", "CRC Errors: -1"),
+                     encoding="utf-8")
+    code, out, _ = cli("analyze", str(short), "--node", "v100", "--json")
+    assert code == 3 and json.loads(out)["unread"] == 1
     clean = tmp_path / "clean.txt"  # the same readings whole: its rate judged, no such note
     clean.write_text(reading("Mon Dec  7 03:00:00 UTC 2026", "100") + reading("Mon Dec  7 03:20:00 UTC 2026", "150"),
                      encoding="utf-8")
