@@ -39,7 +39,15 @@ from .enums import (
 from .errors import ConfigError, FabricbotError, InputError
 from .links import inert_links
 from .model import Crossing, Diagnosis, Finding, Localization
-from .names import fleet_name_notes, headline_name, name_notes, normal_name, outside_ascii, resolve_name
+from .names import (
+    fleet_name_notes,
+    headline_name,
+    matched_note,
+    name_notes,
+    normal_name,
+    outside_ascii,
+    resolve_name,
+)
 from .offenders import (
     BELOW_RULES,
     COUNT_RULES,
@@ -109,6 +117,7 @@ __all__ = [
     "inert_links",
     "limits",
     "load_thresholds",
+    "matched_note",
     "name_notes",
     "normal_name",
     "offenders_of",

@@ -97,10 +97,15 @@ def resolve_name(asked: str, names: Iterable[str]) -> str | None:
     every = set(names)
     if asked in every:
         return asked
-    matches = [n for n in every if normal_name(n) == normal_name(asked)]
-    if not matches:
-        matches = [n for n in every if normal_name(n).casefold() == normal_name(asked).casefold()]
+    matches = [n for n in every if normal_name(n) == normal_name(asked)] or case_matches(asked, every)
     return matches[0] if len(matches) == 1 else None
+
+
+def case_matches(asked: str, names: Iterable[str]) -> list[str]:
+    """The names equal to `asked` once normalised, letter case aside, sorted: where there are several, which is
+    meant is not to be guessed (each is offered)."""
+    folded = normal_name(asked).casefold()
+    return sorted(n for n in set(names) if normal_name(n).casefold() == folded)
 
 
 def matched_note(asked: str, name: str) -> str:

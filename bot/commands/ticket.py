@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
-from diagnostics import Diagnosis, InputError
+from diagnostics import Diagnosis, InputError, matched_note
 from diagnostics.analysis import events_said
 from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, detect, input_text, looks_like_json, open_input, read_cases, with_platform
@@ -77,9 +77,9 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
         return (diagnosis, answer.graph), answer.incomplete
 
     (diagnosis, graph), incomplete = judged(request)
-    if diagnosis.node_id != node and label == node:  # a name typed otherwise (letter case, NFKC): said, and answered
-        for said in (w for w in diagnosis.warnings if w.startswith(f"`{node}` was matched to the node")):
-            print(f"fabricbot: {said}", file=sys.stderr)  # under the node's own name
+    typed = matched_note(node, diagnosis.node_id)
+    if label == node and typed in diagnosis.warnings:  # a name typed otherwise (letter case, NFKC): said, and answered
+        print(f"fabricbot: {typed}", file=sys.stderr)  # under the node's own name
         label = diagnosis.node_id
     return label, diagnosis, graph, incomplete, lambda owner: judged(replace(request, node=owner, platform=None))[0]
 

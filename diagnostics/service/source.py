@@ -18,7 +18,7 @@ import pandas as pd
 from ..analysis.jobs import History
 from ..errors import InputError, shown_value
 from ..model import RackSlot
-from ..names import normal_name, resolve_name
+from ..names import case_matches, resolve_name
 from ..store.database import connect
 from ..store.maintenance import Maintenance, MaintenanceLog
 
@@ -139,8 +139,7 @@ def known(kind: str, name: str, names: list[str], *, where: str | None = None, f
     typed in Slack); else UnknownName with its close matches (and `note`, said when the source holds none)."""
     found = resolve_name(name, names)
     if found is None:
-        # several names one but for letter case: each offered, which of them is meant is not to be guessed
-        cased = sorted(n for n in names if normal_name(n).casefold() == normal_name(name).casefold())
+        cased = case_matches(name, names)  # several: each offered
         raise UnknownName(kind, name, cased if len(cased) > 1 else close_matches(name, names), len(names),
                           listed=names, where=where, field=field, note=note)
     return found
