@@ -92,7 +92,6 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
 
     def counted(c: str, d: np.ndarray, reset: np.ndarray) -> np.ndarray:
         """The counter's increase, rate and total per link into `out`; the links it reset on."""
-        nonlocal unread
         col = p.column(c)
         values = col[at]
         inc = np.bincount(owner, weights=d, minlength=nseg)
@@ -102,10 +101,10 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
             inc, per_hour, total = _own_readings(inc, per_hour, total, values, owner, p.t[idx], hi - lo)
             # a counter the link's readings hold, but one of them not (a value refused or cut): its increase unknown
             held = np.bincount(owner[~np.isnan(values)], minlength=nseg)
-            hole = (held >= 1) & (held < hi - lo) & np.isnan(inc) & (hi - lo >= 2)
+            hole = (held >= 1) & (held < hi - lo) & np.isnan(inc)
             if hole.any():
                 out[f"{c}_unread"] = hole
-                unread |= hole
+                unread[hole] = True
         out[f"{c}_increase"] = inc
         out[f"{c}_per_hour"] = per_hour
         out[f"{c}_total"] = total
