@@ -274,7 +274,7 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
 def diagnosis_layouts(d: Diagnosis, analysis_id: int, *, title: str | None = None, lead: str | None = None,
                       tickets: Sequence[str] = ()) -> Iterator[list[Block]]:
     """The summary's layouts that fit, most shown first (`fitting.fitted`); `tickets`: the node's open tickets, each
-    a line (`ticket_line`), so the next engineer sees the fault is in hand before drafting it again."""
+    a line (`workflow.cover.open_line`), so the next engineer sees the fault is in hand before drafting it again."""
     return fitted(_summary(d, analysis_id, shown, title=title, lead=lead, tickets=tickets) for shown in SUMMARY_LAYOUTS)
 
 
