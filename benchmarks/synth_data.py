@@ -29,7 +29,8 @@ import pandas as pd
 
 SEED = 7321
 CHUNK = 128
-VERSION = 4  # bump when the way a store is built changes, so an old cache is not reused (2: slim parts, 4: directories)
+VERSION = 5  # bump when the way a store is built changes, so an old cache is not reused (2: slim parts, 4: directories,
+# 5: busy links apart)
 
 
 def cache_root() -> Path:

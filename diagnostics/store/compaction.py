@@ -22,6 +22,7 @@ import sqlite_utils
 
 from ..errors import InputError
 from ..tables import LINK_IDENTITY, TableSchema
+from .busy import Bars
 from .catalog import Catalog, Part
 from .database import transaction
 from .parts import PartInfo, read_parts, write_part
@@ -52,13 +53,14 @@ class Compacted:
 
 def compact(db: sqlite_utils.Database, catalog: Catalog, schema: TableSchema, order: tuple[str, ...], *,
             keys: Collection[str] | None = None, least: int | None = None,
-            grace_s: float | None = None) -> Compacted:
+            grace_s: float | None = None, busy: Bars | None = None) -> Compacted:
     """Each day of `schema`'s table (of `keys`, default every key) held in more than `least` parts (default
-    COMPACT_PARTS), merged into one part; retired parts older than `grace_s` (default RETIRED_GRACE_S) deleted."""
+    COMPACT_PARTS), merged into one part (its busy links apart, given `busy`: busy.py); retired parts older than
+    `grace_s` (default RETIRED_GRACE_S) deleted."""
     done = Compacted(deleted=_delete_retired(db, catalog.root, RETIRED_GRACE_S if grace_s is None else grace_s))
     for key, day, parts in catalog.crowded(schema.name, COMPACT_PARTS if least is None else least, keys):
         try:
-            merged = _merge(parts, schema, order)
+            merged = _merge(parts, schema, order, busy)
         except InputError as exc:  # a part damaged or deleted by hand: the day stays as it is, and is said
             done.failed[f"{key} {day}"] = str(exc)
             continue
@@ -79,7 +81,7 @@ class _Merged:
     info: PartInfo
 
 
-def _merge(parts: list[Part], schema: TableSchema, order: tuple[str, ...]) -> _Merged:
+def _merge(parts: list[Part], schema: TableSchema, order: tuple[str, ...], busy: Bars | None) -> _Merged:
     """The parts' rows, every column they fill, written as one part beside them: named by the parts it holds and
     by its writer (two writers merging the same day at once each write their own file, and the one whose swap
     comes second deletes its own)."""
@@ -87,7 +89,7 @@ def _merge(parts: list[Part], schema: TableSchema, order: tuple[str, ...]) -> _M
     name = hashlib.sha256("\n".join(sorted(p.path.name for p in parts)).encode()).hexdigest()[:16]
     path = parts[0].path.with_name(f"merged-{name}-{uuid.uuid4().hex[:12]}.parquet")
     info = write_part(path, schema.conform(rows), schema, order,
-                      directory=LINK_IDENTITY if schema.name == "link_samples" else ())
+                      directory=LINK_IDENTITY if schema.name == "link_samples" else (), busy=busy)
     return _Merged(path, info)
 
 

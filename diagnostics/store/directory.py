@@ -1,14 +1,15 @@
 """A link-sample part's directory: where each link's readings lie in it, so a read of a few links finds their rows
 without decoding every row's identity.
 
-A part is written row group by row group (an hour or a few of readings each), each group link by link
-(`parts.write_part`), so a link's readings in a group are one run of rows. The directory lists the runs: each one's
-row group, first row in it, rows, and the identity its rows share. It is written in the part's footer, with the
-part and a CRC-32 of it, and checked against the part's row groups before it is used. A read that keeps only some
-links (a slowed job's flagged links over its day: a few rows in a hundred of the nodes it reads) chooses among the
-directories' identities, then decodes only the row groups that hold a chosen run, only the columns that are not
-identities (those are repeated from the directory), and takes the runs' rows. A part written before directories has
-none and is read as before, as is a large part of runs of a few rows (`parts.FEWEST_RUN_ROWS`), which gets none.
+A part is written row group by row group (an hour or a few of readings each; its busy links' in groups of their
+own), each group link by link (`parts.write_part`), so a link's readings in a group are one run of rows. The
+directory lists the runs: each one's row group, first row in it, rows, and the identity its rows share. It is
+written in the part's footer, with the part and a CRC-32 of it, and checked against the part's row groups before it
+is used. A read that keeps only some links (a slowed job's flagged links over its day: a few rows in a hundred of
+the nodes it reads) chooses among the directories' identities, then decodes only the row groups that hold a chosen
+run, only the columns that are not identities (those are repeated from the directory), and takes the runs' rows. A
+part written before directories has none and is read as before, as is a large part of runs of a few rows
+(`parts.FEWEST_RUN_ROWS`), which gets none.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Each part holds one partition's rows from one ingested file in row groups that each cover whole hours of readings
 (each link's readings inside a group in time order), so the groups' time ranges are tight and a window's read
-skips the hours outside it. Their ranges are kept in the catalog (catalog.py).
+skips the hours outside it; a link-sample part's busy links (busy.py) fill row groups of their own, after the
+others'. Their ranges are kept in the catalog (catalog.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError
 from ..tables import TableSchema, as_text
+from .busy import Bars, busy_rows
 from .columns import FrameBuilder
 from .directory import KEY as DIRECTORY
 from .directory import checked, encoded, runs
@@ -86,9 +88,11 @@ def _times(frame: pd.DataFrame) -> np.ndarray:
 
 
 def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iterable[str], *,
-               directory: Sequence[str] = ()) -> PartInfo:
+               directory: Sequence[str] = (), busy: Bars | None = None) -> PartInfo:
     """Write one partition's rows: ordered by (time bucket, `order` columns, time), a row group per bucket; with
     the runs of rows of each identity (the values of `directory`'s columns) listed in its footer (directory.py).
+    Given `busy` (and a directory), the busy links' rows (busy.py) come after the others, in time buckets of their
+    own.
 
     Only the columns the rows fill are written (a reader makes the others as nulls, as it does for an older
     writer's part), with statistics for the time alone (the catalog keeps each row group's range; a rebuilt catalog
@@ -97,13 +101,16 @@ def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iter
     t = _times(frame)
     nat = np.iinfo(np.int64).min
     keys = [_sort_codes(frame[c]) for c in reversed(list(order))]
-    span = group_span(t[t != nat])
-    hour = np.where(t == nat, nat, t // span)
-    rows = np.lexsort([t, *keys, hour])
+    apart = busy_rows(frame, list(directory), busy) if busy is not None and directory else np.zeros(len(t), bool)
+    hour = np.empty(len(t), dtype=np.int64)
+    for mine in (~apart, apart):  # each its own buckets: the busy are few, their day in one row group or a few
+        dated = t[mine]
+        hour[mine] = np.where(dated == nat, nat, dated // group_span(dated[dated != nat]))
+    rows = np.lexsort([t, *keys, hour, apart])
     filled = tuple(c for c in frame.columns if frame[c].notna().any())
     table = to_arrow(frame.iloc[rows].reset_index(drop=True), schema, {*filled, "timestamp"})
-    hours = hour[rows]
-    bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(rows)]
+    hours, kinds = hour[rows], apart[rows]
+    bounds = [0, *(np.flatnonzero((hours[1:] != hours[:-1]) | (kinds[1:] != kinds[:-1])) + 1).tolist(), len(rows)]
     listed = runs(table, directory, bounds[:-1]) if directory else None
     if listed is not None and listed.num_rows > SMALL_DIRECTORY and listed.num_rows * FEWEST_RUN_ROWS > len(rows):
         listed = None  # runs of a few rows (a switch tray's two chips' ports, interleaved): no cheaper to read by

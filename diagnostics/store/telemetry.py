@@ -33,6 +33,7 @@ from ..model import RackSlot
 from ..progress import Progress, advance
 from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, naming, run_rows
 from ..times import utc_datetime, utc_ns
+from .busy import Bars
 from .catalog import Catalog
 from .columns import frame_of
 from .compaction import Compacted, compact
@@ -102,12 +103,14 @@ class TelemetryStore:
         seen = {str(v) for r in self._table("ingests").rows for v in (r["sha256"], r.get("content")) if v}
         held = self.nodes()
         xid_last = xid_state(self._db)
+        thresholds = load_thresholds()
+        busy = Bars.of(thresholds)
         outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last,
                                 progress=progress)
         # inventories first, wherever their names sort: an NMX-T scrape's trays are placed on the hosts they name
         for outcome in sorted(outcomes, key=lambda o: o.result is not None):
             if outcome.status == "read":
-                self._keep(outcome)
+                self._keep(outcome, busy)
             advance(progress)
         refused = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
         with transaction(self._db):
@@ -116,7 +119,7 @@ class TelemetryStore:
         report = IngestReport.of(outcomes)
         report.node_warnings += case_apart(held, self.nodes(), str(self.root))
         report.node_warnings += [w for o in outcomes if (w := untimed_warning(o)) is not None]
-        tolerance = timedelta(minutes=load_thresholds().setting("clock_ahead_min"))
+        tolerance = timedelta(minutes=thresholds.setting("clock_ahead_min"))
         report.node_warnings += [w for o in outcomes if (w := ahead_warning(o, now=datetime.now(UTC),
                                                                            tolerance=tolerance)) is not None]
         touched, self._touched = self._touched, {}
@@ -133,10 +136,12 @@ class TelemetryStore:
         parts it retired `grace_s` ago deleted (compaction.py): a store fed scrape by scrape reads as fast as one
         ingested at once."""
         schema, order = PARTED[table]
-        return compact(self._db, self._catalog, schema, order, keys=keys, least=least, grace_s=grace_s)
+        return compact(self._db, self._catalog, schema, order, keys=keys, least=least, grace_s=grace_s,
+                       busy=Bars.of(load_thresholds()))
 
-    def _keep(self, outcome: FileOutcome) -> None:
-        """One file's telemetry and node records written, with its hash, in one transaction."""
+    def _keep(self, outcome: FileOutcome, busy: Bars) -> None:
+        """One file's telemetry and node records written, with its hash, in one transaction (its parts' busy links
+        apart by `busy`)."""
         assert outcome.sha256 is not None
         if outcome.result is not None:
             outcome.nodes = place_in_racks(outcome.result, self.racks(), self.platforms(),  # a scrape's trays as
@@ -151,7 +156,7 @@ class TelemetryStore:
                 return
             if outcome.result is not None:
                 write_result(self._db, self._catalog, self.root, outcome.result, outcome.sha256, self._touched,
-                             self._table("ingests").count + 1)
+                             self._table("ingests").count + 1, busy)
                 keep_said(self._db, outcome.sha256, outcome.result)  # said again by every analysis of the store
                 if not cut_nodes(outcome.result):
                     read_whole(self._db, outcome.result)

@@ -14,6 +14,7 @@ import sqlite_utils
 from ..ingest.base import IngestResult
 from ..ingest.summary import nodes as summary_nodes
 from ..tables import LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TableSchema, as_text, job_nodes
+from .busy import Bars
 from .catalog import Catalog
 from .parts import PART_TABLES, write_part
 from .records import note_nodes, write_gpus, write_rows
@@ -77,12 +78,13 @@ def keep_xid_state(db: sqlite_utils.Database, xid_last: dict[tuple[Any, ...], fl
 
 
 def write_result(db: sqlite_utils.Database, catalog: Catalog, root: Path, result: IngestResult, sha: str,
-                 touched: dict[str, set[str]], ingest: int) -> None:
+                 touched: dict[str, set[str]], ingest: int, busy: Bars | None = None) -> None:
     """One file's tables written (in the caller's transaction): its samples as parts under `root`, catalogued and
     their keys noted in `touched` (compacted after the ingest), its other rows in the database. `ingest`: the
-    store's count of ingests with this one, which orders its benchmark runs after those stored before."""
+    store's count of ingests with this one, which orders its benchmark runs after those stored before. `busy`: the
+    limits that set a part's busy links apart (busy.py)."""
     _write_parts(catalog, root, result["link_samples"], LINK_SAMPLES, "node_id", sha, PARTED["link_samples"][1],
-                 touched)
+                 touched, busy)
     _write_parts(catalog, root, _runs_of(result["step_samples"], sha, ingest), STEP_SAMPLES, "job_id", sha,
                  PARTED["step_samples"][1], touched)
     write_rows(db, "events", result["events"])
@@ -102,7 +104,7 @@ def _runs_of(steps: pd.DataFrame, sha: str, ingest: int) -> pd.DataFrame:
 
 
 def _write_parts(catalog: Catalog, root: Path, frame: pd.DataFrame, schema: TableSchema, key: str, sha: str,
-                 order: tuple[str, ...], touched: dict[str, set[str]]) -> None:
+                 order: tuple[str, ...], touched: dict[str, set[str]], busy: Bars | None = None) -> None:
     """One table's rows as one immutable part per key and day, named by the input's hash."""
     if not len(frame):
         return
@@ -114,7 +116,7 @@ def _write_parts(catalog: Catalog, root: Path, frame: pd.DataFrame, schema: Tabl
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{sha[:20]}.parquet"
         info = write_part(path, part.reset_index(drop=True), schema, order,
-                          directory=LINK_IDENTITY if table == "link_samples" else ())
+                          directory=LINK_IDENTITY if table == "link_samples" else (), busy=busy)
         catalog.add(table, str(value), str(day), path, info)
         touched.setdefault(table, set()).add(str(value))
         if table == "step_samples":
