@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 import pandas as pd
 
 from .. import format as fmt
-from ..analysis import FleetAnalysis, JobExplanation, analyze_fleet, history_needed, node_tables
+from ..analysis import FleetAnalysis, JobExplanation, analyze_fleet, history_needed, node_tables, places
 from ..analysis.boards import Boards
 from ..analysis.identity import gpu_identities, switch_buses
 from ..config.thresholds import Thresholds
@@ -23,6 +23,7 @@ from ..enums import Priority
 from ..errors import InputError
 from ..model import Diagnosis
 from ..names import matched_note, name_notes
+from ..offenders import Offender, offenders_of, worst_first
 from ..snapshots import Snapshot
 from ..store.event_times import late_note
 from ..store.maintenance import Maintenance
@@ -91,6 +92,7 @@ class Fleet:
     reporting: set[str] = field(default_factory=set)  # the nodes with link readings in the windows read
     stopped: dict[str, datetime] = field(default_factory=dict)  # nodes whose every series stopped inside the window
     ahead: dict[str, timedelta] = field(default_factory=dict)  # nodes whose readings run past the end (`fleet_end`)
+    offenders: dict[str, list[Offender]] = field(default_factory=dict)  # each node's, most urgent first (`ranked`)
 
     @property
     def racks(self) -> dict[str, Diagnosis]:
@@ -297,7 +299,15 @@ def _pass(source: Source, request: Request, length: timedelta, group: list[str],
                for n in group if n in result.diagnoses}
     links = got.tables.get("link_samples")
     reporting = {str(n) for n in links["node_id"].dropna().unique()} if links is not None and len(links) else set()
-    return Fleet(result, [got], viewed_, reporting, stopped)
+    return Fleet(result, [got], viewed_, reporting, stopped,
+                 offenders={n: ranked(d, request.thresholds) for n, d in viewed_.items()})
+
+
+def ranked(diagnosis: Diagnosis, thresholds: Thresholds) -> list[Offender]:
+    """A node's offenders as a sweep lists them, most urgent first (`analysis.places`: the order every door keeps):
+    ranked where the node is judged, so a fleet's shards rank their own nodes side by side."""
+    found = offenders_of(diagnosis)
+    return worst_first(found, places(diagnosis, thresholds)) if found else found
 
 
 def _shard(source: Source, request: Request, group: list[str], end: datetime | None, threads: int) -> Fleet:
@@ -331,6 +341,7 @@ def _merged(done: list[Fleet], *, at_once: bool) -> Fleet:
         out.diagnoses.update(other.diagnoses)
         out.reporting |= other.reporting
         out.stopped.update(other.stopped)
+        out.offenders.update(other.offenders)
     return out
 
 

@@ -19,7 +19,6 @@ from ..analysis import (
     decide,
     failing_parts,
     history_needed,
-    places,
     uuids,
     watch_list,
 )
@@ -33,13 +32,13 @@ from ..config.watch import WatchPolicy, load_watch
 from ..enums import ComponentKind, priority_rank
 from ..model import Diagnosis
 from ..names import fleet_name_notes
-from ..offenders import SweepResult, offenders_of, worst_first
+from ..offenders import Offender, SweepResult
 from ..prometheus.config import load_limits
 from ..prometheus.sweep import sweep as pushed_down
 from ..store.alerts import Alert
 from ..store.maintenance import Maintenance
 from ..store.sources import UNTIMED_ADVICE
-from .diagnose import Fleet, fleet, last_window, planned, planned_note
+from .diagnose import Fleet, fleet, last_window, planned, planned_note, ranked
 from .fleet_end import FleetEnd, source_end
 from .prometheus import PrometheusSource
 from .request import Request
@@ -49,18 +48,19 @@ from .unheard import SILENT_READ_BACK, gone_silent, last_showed, untimed_held, u
 
 
 def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at: datetime | None = None,
-                 source: str = "store", thresholds: Thresholds | None = None) -> SweepResult:
+                 source: str = "store", thresholds: Thresholds | None = None,
+                 offenders: Mapping[str, list[Offender]] | None = None) -> SweepResult:
     """Every node's diagnosis as a sweep result: every offending link, its node's diagnosis, every node swept. Each
     node's offenders are listed most urgent first (`analysis.urgent_first`, by `thresholds`' priority policy: the
-    one the diagnoses were judged by), the order every door keeps."""
+    one the diagnoses were judged by), the order every door keeps: as `offenders` has them ranked already (`ranked`,
+    where the nodes were judged), else ranked here."""
     result = SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source=source,
                          swept=sorted(diagnoses), warnings=fleet_name_notes(diagnoses),
                          platforms={n: d.platform for n, d in sorted(diagnoses.items()) if d.platform})
     _say_covered(result, diagnoses)
+    policy = thresholds or load_thresholds()
     for node, diagnosis in sorted(diagnoses.items()):
-        found = offenders_of(diagnosis)
-        if found:
-            found = worst_first(found, places(diagnosis, thresholds))
+        found = offenders[node] if offenders is not None and node in offenders else ranked(diagnosis, policy)
         result.offenders.extend(found)
         if found:
             result.diagnoses[node] = diagnosis
@@ -122,7 +122,7 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
         return silent, []  # none of its nodes reports in the span
     engine = answered.analysis.timings.get("total_s", 0.0)
     result = fleet_result(answered.diagnoses, window_hours=hours, at=max(ends), source=source.name,
-                          thresholds=request.thresholds)
+                          thresholds=request.thresholds, offenders=answered.offenders)
     result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
     result.timings.analyze_s = engine
     _say_held(result, {n: d.maintenance for n, d in result.diagnoses.items() if d.maintenance})
