@@ -40,7 +40,7 @@ from .compaction import Compacted, compact
 from .database import connect, transaction
 from .event_times import end_with_events, events_after, newest_event
 from .maintenance import Maintenance, MaintenanceLog
-from .parts import ScanStats, read_parts
+from .parts import ScanStats, read_parts, writing_pool
 from .records import read_whole, write_nodes
 from .said import keep as keep_said
 from .said import keep_refused, said_of
@@ -100,6 +100,11 @@ class TelemetryStore:
                node_id: str | None = None, at: At = None, progress: Progress | None = None) -> IngestReport:
         """Read the files (folders recursively) and keep what they hold; an inventory file gives node records.
         `progress` is advanced by one per file read and one per file stored (or passed over)."""
+        with writing_pool():
+            return self._ingest(sources, fmt=fmt, node_id=node_id, at=at, progress=progress)
+
+    def _ingest(self, sources: Iterable[str | Path | Source], *, fmt: str | None, node_id: str | None, at: At,
+                progress: Progress | None) -> IngestReport:
         seen = {str(v) for r in self._table("ingests").rows for v in (r["sha256"], r.get("content")) if v}
         held = self.nodes()
         xid_last = xid_state(self._db)
