@@ -234,6 +234,8 @@ def unrated_links(metrics: pd.DataFrame, thresholds: Thresholds, generation: Cal
         return {}
     rows = metrics[flag].astype("boolean").fillna(False).to_numpy(bool) \
         & (metrics["readings"].to_numpy(np.float64, na_value=0.0) >= 2)
+    if not rows.any():  # the usual answer: no frame of no rows built (a wide one: 3 ms a call for one node)
+        return {}
     out: dict[str, list[str]] = {}
     for row in records(metrics[rows]):
         node = str(row["node_id"])
@@ -266,7 +268,10 @@ def restart_notes(metrics: pd.DataFrame) -> dict[str, str]:
     but the text answer shows evidence for its suspects alone, and a restart is what makes a rate count from zero."""
     if "resets" not in metrics.columns or not len(metrics):
         return {}
-    restarted = metrics[metrics["resets"].to_numpy(np.float64, na_value=0.0) > 0]
+    reset = metrics["resets"].to_numpy(np.float64, na_value=0.0) > 0
+    if not reset.any():
+        return {}
+    restarted = metrics[reset]
     links: dict[str, list[str]] = {}
     for row in records(restarted):
         links.setdefault(str(row["node_id"]), []).append(ref_of(row).name)
