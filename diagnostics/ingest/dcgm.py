@@ -37,7 +37,7 @@ import numpy as np
 from .. import format as fmt
 from ..errors import InputError
 from ..tables import EVENTS, TABLES
-from ..values import limits
+from ..values import Limits, limits
 from .base import IngestResult, IngestWarning, Source
 from .dcgm_checks import checks
 from .dcgm_frame import UNNAMED, build_events, build_gpus, build_link_samples, empty, unnamed
@@ -178,6 +178,7 @@ class DcgmParser:
         first_at = np.full(len(batch.series), -1, dtype=np.int64)  # each series' first sample in the batch
         codes, first = np.unique(batch.series_code, return_index=True)
         first_at[codes] = first
+        bound = limits()
         for i, text in enumerate(batch.series):
             series = self._series.get(text)
             if series is None:
@@ -189,7 +190,7 @@ class DcgmParser:
             if series[0] == "link":
                 ents[i], cols[i], counters[i] = series[1], series[2], series[3]
             if series[0] in ("link", "xid"):
-                exact[i], wholes[i] = self._bounds(series)
+                exact[i], wholes[i] = self._bounds(series, bound)
                 tops[i] = exact[i]
         code = batch.series_code
         kind, line = kinds[code], base + batch.positions.astype(np.int64) + 1
@@ -238,17 +239,17 @@ class DcgmParser:
             if state.bad <= MAX_LINE_WARNINGS:
                 self.warnings.append(IngestWarning(state.name, number, message))
 
-    def _bounds(self, series: Series) -> tuple[int | float, bool]:
-        """(largest value, whole numbers only) of a series' field: `values`' limits for its column, a counter's as an
-        int (2^63 - 1 is no float: it rounds to 2^63)."""
+    def _bounds(self, series: Series, bound: Limits) -> tuple[int | float, bool]:
+        """(largest value, whole numbers only) of a series' field: `bound`'s limits for its column (`values.limits`,
+        asked once a batch), a counter's as an int (2^63 - 1 is no float: it rounds to 2^63)."""
         if series[0] == "xid":
-            return (limits().counter_max("dcgm"), True) if series[1] == "counter" else (limits().index["code"], True)
+            return (bound.counter_max("dcgm"), True) if series[1] == "counter" else (bound.index["code"], True)
         if series[3]:
-            return limits().counter_max("dcgm"), True
+            return bound.counter_max("dcgm"), True
         name = self._names.get(series[2]) or next(c for c, i in self.columns.items() if i == series[2])
         self._names[series[2]] = name
         kind = _GAUGE_KINDS.get(name)
-        return (limits().gauge[kind] if kind else np.inf), name in _WHOLE_GAUGES
+        return (bound.gauge[kind] if kind else np.inf), name in _WHOLE_GAUGES
 
     def _named(self, text: str) -> str:
         """A series as a message names it: its metric and the labels that place it (`DcgmMap.placing`)."""
