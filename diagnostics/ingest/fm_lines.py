@@ -18,6 +18,7 @@ from .textlines import Collector, normalize_bus_id, parse_time
 # what names Fabric Manager's lines in the system's journal: the daemon's own, or (newer packages) the start script
 # that runs it, `nvidia-fabricmanager-start.sh[pid]:`, whose lines carry the daemon's messages
 MARKS = ("nv-fabricmanager[", "nvidia-fabricmanager-start.sh[")
+_EVERY_MARK = "fabricmanager"  # in each of MARKS (tests/ingest check it)
 MESSAGE = "detected NVSwitch"  # how its NVSwitch error reads: an SXid event's text starts so (`_nvswitch_error`)
 FILE = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} \d{1,2} \d{4} \d{1,2}:\d{2}:\d{2})\]\s*\[(?P<level>[A-Z]+)\]\s*"
                   r"\[tid \d+\]\s*(?P<msg>.*)$")
@@ -63,8 +64,9 @@ def known(message: str) -> KnownMessage | None:
 
 
 def names_manager(text: str) -> bool:
-    """Whether a journal line may be Fabric Manager's (`MARKS`)."""
-    return any(mark in text for mark in MARKS)
+    """Whether a journal line may be Fabric Manager's (`MARKS`): the word every mark holds looked for first, since a
+    kernel log's every line is asked (a 200,000-line log: 0.19 s of 0.5 s under the profiler, before)."""
+    return _EVERY_MARK in text and any(mark in text for mark in MARKS)
 
 
 def file_form(out: Collector, number: int, text: str) -> tuple[str | None, str] | None:

@@ -192,3 +192,11 @@ def test_the_imex_daemons_log_is_said_as_what_it_is_not_as_fabric_managers() -> 
     for text in (log, log.split("\n", 1)[1]):  # with its first line, and without
         with pytest.raises(InputError, match=r"this is the nvidia-imex daemon's log .* `nvidia-imex-ctl -N -H`"):
             detect.read(Source.from_text(text, name="imex.log"))
+
+
+@pytest.mark.parametrize("mark", fm_lines.MARKS)
+def test_each_mark_of_a_fabric_manager_line_holds_the_word_looked_for_first(mark: str) -> None:
+    """A line is asked for the word first, then for each mark: a mark without the word would never be found."""
+    line = f"Mar 02 10:00:01 node-07 {mark}4242]: detected NVSwitch non-fatal error"
+    assert fm_lines.names_manager(line)
+    assert not fm_lines.names_manager(line.replace(mark, "systemd["))
