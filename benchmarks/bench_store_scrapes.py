@@ -33,7 +33,7 @@ def _sweep(store: Path) -> float:
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "bot.cli", "sweep", "--store", str(store), "--json"],
+        subprocess.run([sys.executable, "-m", "bot.launch", "sweep", "--store", str(store), "--json"],
                        capture_output=True, check=False)
         best = min(best, time.perf_counter() - started)
     return best

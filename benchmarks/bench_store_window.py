@@ -164,7 +164,7 @@ def phase_commands(args: argparse.Namespace) -> dict[str, object]:
     workers together."""
     store = TelemetryStore(args.store)
     node = store.nodes()[len(store.nodes()) // 2]
-    cli = [sys.executable, "-m", "bot.cli"]
+    cli = [sys.executable, "-m", "bot.launch"]  # as the installed command runs
 
     def wall(argv: list[str], processes: int | None = None) -> tuple[float, float, float]:
         """Median wall s, CPU s per run (the workers' included) and the largest tree RSS (MB) of 3 runs."""
