@@ -29,8 +29,8 @@ import pandas as pd
 
 SEED = 7321
 CHUNK = 128
-VERSION = 5  # bump when the way a store is built changes, so an old cache is not reused (2: slim parts, 4: directories,
-# 5: busy links apart)
+VERSION = 6  # bump when the way a store is built changes, so an old cache is not reused (2: slim parts, 4: directories,
+# 5: busy links apart, 6: a link by its order columns)
 
 
 def cache_root() -> Path:

@@ -1,12 +1,15 @@
 """Which links of a part are busy: those whose readings there break a rule of the thresholds in force when it is
-written (a rate above the rule's limit between two readings, a total or a level above it), or that are not up.
+written (a rate at or above the rule's limit between two of its readings, a total or a level above it), or that are
+not up.
 
 A slowed job's correlation reads its nodes' flagged links over a day: a few rows in fifty. A part keeps its busy
 links' readings in row groups of their own, after the quiet majority's (`parts.write_part`), so that read decodes
 the busy groups alone where the flagged links are busy, as they nearly always are (the 1,024-node synthetic fleet's
 history read decoded 1.6 million rows, not 9.6 million). Layout only: every read keeps the same rows wherever a
 part holds them, and a link flagged under other thresholds (a profile, an edited file) is read from the quiet groups,
-as any link was before.
+as any link was before. A link here is what a part's rows are ordered by (`writing.LINK_ORDER`), so the rows of one
+time that share it (one port of two switches, a GPU's own PCIe end and the port above it, a link under two peer names)
+stay in the order they came, as the engine, which takes the last of them, reads them.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ class Bars:
 
 
 def busy_rows(frame: pd.DataFrame, identity: list[str], bars: Bars) -> np.ndarray:
-    """Per row, whether its link (the rows of equal `identity` columns) is busy in the frame."""
+    """Per row, whether its link (the rows of equal `identity` columns) is busy in the frame: a counter's rise is
+    taken between the link's readings that hold it, a reading without it passed over."""
     if not len(frame):
         return np.zeros(0, dtype=bool)
     named = [c for c in identity if c in frame.columns]
@@ -68,8 +72,6 @@ def busy_rows(frame: pd.DataFrame, identity: list[str], bars: Bars) -> np.ndarra
     t = ns(frame["timestamp"])
     rows = np.lexsort([t, link])  # each link's readings together, in time order
     link, t = link[rows], t[rows]
-    after = (link[1:] == link[:-1]) & (t[1:] != _NAT) & (t[:-1] != _NAT)  # a reading and the link's one before it
-    hours = np.diff(t) / _HOUR_NS
     of_type: dict[str, np.ndarray] = {}
     hot = np.zeros(len(rows), dtype=bool)
     with np.errstate(invalid="ignore"):
@@ -82,11 +84,13 @@ def busy_rows(frame: pd.DataFrame, identity: list[str], bars: Bars) -> np.ndarra
                 of_type[bar.link_type] = np.ones(len(rows), dtype=bool) if bar.link_type == "any" else \
                     _among(frame, "link_type", [bar.link_type])[rows]
             judged = of_type[bar.link_type]
-            if bar.rate:
-                rise = np.diff(values)
-                hot[1:] |= judged[1:] & after & (rise > 0) & (rise >= bar.above * hours)
-            else:
+            if not bar.rate:
                 hot |= judged & (values > bar.above)
+                continue
+            held = np.flatnonzero(~np.isnan(values) & (t != _NAT))  # the readings that hold it, dated
+            rise, hours = np.diff(values[held]), np.diff(t[held]) / _HOUR_NS
+            after = link[held[1:]] == link[held[:-1]]  # a reading and the link's one before it
+            hot[held[1:]] |= judged[held[1:]] & after & (rise > 0) & (rise >= bar.above * hours)
     hot |= _among(frame, "link_state", _NOT_UP)[rows]
     heads = np.r_[True, link[1:] != link[:-1]]
     run = np.cumsum(heads) - 1
@@ -117,14 +121,16 @@ def _values(frame: pd.DataFrame, metric: str) -> np.ndarray | None:
 
 
 def _among(frame: pd.DataFrame, name: str, values: list[str]) -> np.ndarray:
-    """Per row, whether the column holds one of `values` (a category's looked up once, not row by row)."""
+    """Per row, whether the column holds one of `values`, case aside (a category's looked up once, not row by
+    row)."""
     if name not in frame.columns:
         return np.zeros(len(frame), dtype=bool)
     series = frame[name]
+    wanted = [v.lower() for v in values]
     if isinstance(series.dtype, pd.CategoricalDtype):
-        held = np.append(series.cat.categories.astype(str).isin(values), False)  # code -1 (none) reads the last
+        held = np.append(series.cat.categories.astype(str).str.lower().isin(wanted), False)  # code -1 (none): last
         return held[series.cat.codes.to_numpy()]
-    return series.astype("string").isin(values).to_numpy(bool, na_value=False)
+    return series.astype("string").str.lower().isin(wanted).to_numpy(bool, na_value=False)
 
 
 def _column(frame: pd.DataFrame, name: str) -> np.ndarray | None:

@@ -9,6 +9,7 @@ others'. Their ranges are kept in the catalog (catalog.py).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -43,21 +44,29 @@ if not _CHOSEN and _OWN_POOL.backend_name == "mimalloc":
     pa.set_memory_pool(pa.system_memory_pool())
 
 
+_writing = threading.Lock()
+_writers: list[pa.MemoryPool] = []  # the pool the first writer found, once for each writer at work
+
+
 @contextmanager
 def writing_pool() -> Iterator[None]:
-    """Arrow's own pool while an ingest parses and writes, the reads' after: what keeps a read's pages for the next
-    part kept a parse's too (a node's day of 1-minute scrapes, `bench_ingest_day.py`: 590 MB peak against 477 MB).
-    The pool is the process's: a read on another thread meanwhile uses it too, as fast, its buffers freed to the
-    pool that gave them."""
+    """Arrow's own pool while an ingest parses and writes, the reads' after the last writer is done: what keeps a
+    read's pages for the next part kept a parse's too (a node's day of 1-minute scrapes, `bench_ingest_day.py`:
+    584-601 MB peak against 472-474 MB). The pool is the process's: a read on another thread meanwhile uses it too,
+    as fast, its buffers freed to the pool that gave them."""
     if _CHOSEN:
         yield
         return
-    before = pa.default_memory_pool()
-    pa.set_memory_pool(_OWN_POOL)
+    with _writing:
+        _writers.append(_writers[0] if _writers else pa.default_memory_pool())
+        pa.set_memory_pool(_OWN_POOL)
     try:
         yield
     finally:
-        pa.set_memory_pool(before)
+        with _writing:
+            found = _writers.pop()
+            if not _writers:
+                pa.set_memory_pool(found)
 
 ROW_GROUP_NS = 3_600_000_000_000  # row groups cover whole hours of readings
 MIN_GROUP_ROWS = 4096
@@ -111,8 +120,8 @@ def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iter
                directory: Sequence[str] = (), busy: Bars | None = None) -> PartInfo:
     """Write one partition's rows: ordered by (time bucket, `order` columns, time), a row group per bucket; with
     the runs of rows of each identity (the values of `directory`'s columns) listed in its footer (directory.py).
-    Given `busy` (and a directory), the busy links' rows (busy.py) come after the others, in time buckets of their
-    own.
+    Given `busy` (and a directory), the busy links' rows (busy.py; a link here is its `order` columns' values) come
+    after the others, in time buckets of their own.
 
     Only the columns the rows fill are written (a reader makes the others as nulls, as it does for an older
     writer's part), with statistics for the time alone (the catalog keeps each row group's range; a rebuilt catalog
@@ -121,7 +130,7 @@ def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iter
     t = _times(frame)
     nat = np.iinfo(np.int64).min
     keys = [_sort_codes(frame[c]) for c in reversed(list(order))]
-    apart = busy_rows(frame, list(directory), busy) if busy is not None and directory else np.zeros(len(t), bool)
+    apart = busy_rows(frame, list(order), busy) if busy is not None and directory else np.zeros(len(t), bool)
     hour = np.empty(len(t), dtype=np.int64)
     for mine in (~apart, apart):  # each its own buckets: the busy are few, their day in one row group or a few
         dated = t[mine]
@@ -176,7 +185,7 @@ def _sort_codes(series: pd.Series) -> np.ndarray:
 
 def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None, end_ns: int | None, *,
                order: Sequence[str], keep: Collection[str] = (), skip: Collection[str] = (),
-               workers: int = 2, exact: bool = True, columns: Collection[str] | None = None,
+               workers: int = 2, columns: Collection[str] | None = None,
                partial: bool = False) -> tuple[pd.DataFrame, ScanStats]:
     """The parts' rows with timestamps in (start, end] (every row without bounds), key by key as the parts come,
     each key's rows ordered by `order` then time; only the columns some part fills (and `keep`), less `skip`.
@@ -185,17 +194,15 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     that cross a bound are filtered. Files are read `workers` at a time (Arrow decodes outside the GIL). A part
     of other column types than the schema's (an older writer) is cast to it. Measured on this layout, reading
     each file's chosen row groups directly is about twice as fast as a pyarrow dataset scan with the same
-    pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves. `exact=False`
-    keeps the whole of a row group that crosses the window's start (a reader that bounds its own rows, as the
-    analysis engine does, is spared the filter). `columns` reads only those (of the others). `partial`: a key with
+    pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves. `columns`
+    reads only those (of the others). `partial`: a key with
     a part that cannot be read (cut, changed or deleted after it was written) is left out, and why said in the
     stats' `unreadable`, rather than failing the read of every key."""
     out = output_schema(parts, schema, keep=keep, skip=skip, columns=columns)
-    lower = start_ns if exact else None
 
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
         try:
-            table, kept, stats = read_key_rows(group, out, out.names, start_ns, end_ns, lower)
+            table, kept, stats = read_key_rows(group, out, out.names, start_ns, end_ns, start_ns)
         except InputError as exc:
             if not partial:
                 raise

@@ -262,12 +262,10 @@ class TelemetryStore:
         return self.read_window(end=end, span=span, nodes=nodes, peers=peers).tables
 
     def read_window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
-                    peers: bool = False, steps: timedelta | None = None, exact: bool = True,
-                    workers: int = 2) -> StoreWindow:
+                    peers: bool = False, steps: timedelta | None = None, workers: int = 2) -> StoreWindow:
         """`window`, with the window's end, each node's newest reading and what the read touched. `steps`: the
-        step samples over this longer span (a job's slowdown is judged on a day of them; they are few). `exact=False`:
-        link samples may start up to a row group before the span (for a reader that bounds its own rows). `workers`: the
-        threads its files are decoded on."""
+        step samples over this longer span (a job's slowdown is judged on a day of them; they are few). `workers`:
+        the threads its files are decoded on."""
         names = None if nodes is None else sorted({str(n) for n in nodes})
         end_ns = self.end_ns(end, names)
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
@@ -280,7 +278,7 @@ class TelemetryStore:
         if end_ns is not None and names != []:
             parts = self._catalog.parts("link_samples", names, start_ns, end_ns)
             links, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
-                                      skip=PROVENANCE, exact=exact, partial=True, workers=workers)
+                                      skip=PROVENANCE, partial=True, workers=workers)
             since = start_ns
             if steps is not None and start_ns is not None:
                 since = min(start_ns, end_ns - int(steps.total_seconds() * 1e9))

@@ -44,6 +44,9 @@ def test_a_link_is_busy_where_it_breaks_a_rule_between_two_readings_or_is_not_up
     assert _busy(rows) == {0: True, 1: False, 2: True, 3: True, 4: True, 5: False, 6: True}
     calm = [*_link(3, replay=[*[float(i) for i in range(6)], *[0.0] * 6])]
     assert _busy(calm) == {3: False}  # a counter reset is no rise
+    gaps = _link(7, replay=[v if i % 2 else np.nan for i, v in enumerate(rising)])  # read every other scrape
+    shouted = _link(8, replay=0.0, link_state="Down")
+    assert _busy([*gaps, *shouted]) == {7: True, 8: True}
 
 
 def test_a_link_is_judged_by_its_own_type_s_rules_and_the_limits_in_force() -> None:
@@ -126,3 +129,33 @@ def test_every_read_keeps_the_same_rows_and_a_history_of_busy_links_decodes_thei
     assert sorted(set(zip(held["node_id"].astype(str), held["gpu"], held["link"], strict=True))) == sorted(busy)
     assert len(held) == 2 * 6 * 12
     assert len(spies["apart"].read) == 2 and len(spies["together"].read) == 2 * 6  # a group a node, not each hour
+
+
+def test_rows_of_one_link_and_time_keep_their_order_when_one_of_them_is_busy(tmp_path: Path) -> None:
+    """A link read twice a scrape under two peer names, one reading down: the engine takes the last of a link's
+    readings of one time, so the part keeps them in the order they came, busy or not, and the answer is the one a
+    store without busy groups gives."""
+    rows = []
+    for i in range(36):
+        at = START + i * STEP
+        rows.append({"timestamp": at, "node_id": "n0", "gpu": 0, "link_type": "nvlink", "link": 4, "peer": "GPU 1",
+                     "replay": 0.0, "link_state": "down"})
+        rows.append({"timestamp": at, "node_id": "n0", "gpu": 0, "link_type": "nvlink", "link": 4, "peer": None,
+                     "replay": float(i), "link_state": "up"})
+        rows.extend({"timestamp": at, "node_id": "n0", "gpu": 0, "link_type": "nvlink", "link": link,
+                     "replay": float(i), "link_state": "up"} for link in range(4))
+    source = tmp_path / "links.parquet"
+    pd.DataFrame(rows).to_parquet(source, index=False)
+    apart = TelemetryStore(tmp_path / "apart")
+    apart.ingest([source])
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(parts, "busy_rows", lambda frame, identity, bars: np.zeros(len(frame), dtype=bool))
+        together = TelemetryStore(tmp_path / "together")
+        together.ingest([source])
+    end = START + 35 * STEP
+    got = {name: store.read_window(end=end, span=timedelta(hours=5)).tables["link_samples"]
+           for name, store in (("apart", apart), ("together", together))}
+    pd.testing.assert_frame_equal(got["apart"], got["together"])
+    assert list(got["apart"]["link_state"].astype(str)[got["apart"]["link"] == 4][:2]) == ["down", "up"]
+    part = next((apart.root / "link_samples").rglob("*.parquet"))
+    assert pq.read_metadata(part).num_row_groups == 2  # the link's two readings a scrape, both busy
