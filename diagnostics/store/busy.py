@@ -5,7 +5,7 @@ not up.
 A slowed job's correlation reads its nodes' flagged links over a day: a few rows in fifty. A part keeps its busy
 links' readings in row groups of their own, after the quiet majority's (`parts.write_part`), so that read decodes
 the busy groups alone where the flagged links are busy, as they nearly always are (the 1,024-node synthetic fleet's
-history read decoded 1.6 million rows, not 9.6 million). Layout only: every read keeps the same rows wherever a
+history read decodes 0.7 million rows a shard, not 9.6 million). Layout only: every read keeps the same rows wherever a
 part holds them, and a link flagged under other thresholds (a profile, an edited file) is read from the quiet groups,
 as any link was before. A link here is what a part's rows are ordered by (`writing.LINK_ORDER`), so the rows of one
 time that share it (one port of two switches, a GPU's own PCIe end and the port above it, a link under two peer names)
