@@ -7,9 +7,10 @@ links' readings in row groups of their own, after the quiet majority's (`parts.w
 the busy groups alone where the flagged links are busy, as they nearly always are (the 1,024-node synthetic fleet's
 history read decodes 0.7 million rows a shard, not 9.6 million). Layout only: every read keeps the same rows wherever a
 part holds them, and a link flagged under other thresholds (a profile, an edited file) is read from the quiet groups,
-as any link was before. A link here is what a part's rows are ordered by (`writing.LINK_ORDER`), so the rows of one
-time that share it (one port of two switches, a GPU's own PCIe end and the port above it, a link under two peer names)
-stay in the order they came, as the engine, which takes the last of them, reads them.
+as any link was before. A link's rises are taken over its identity's readings (`tables.LINK_IDENTITY`), but the rows
+set apart are those of every link that shares a busy one's place in the part's order (`writing.LINK_ORDER`), so the
+rows of one time that share it (one port of two switches, a GPU's own PCIe end and the port above it, a link under two
+peer names) stay in the order they came, as the engine, which takes the last of them, reads them.
 """
 
 from __future__ import annotations
@@ -61,14 +62,13 @@ class Bars:
         return cls(tuple(dict.fromkeys(found)))
 
 
-def busy_rows(frame: pd.DataFrame, identity: list[str], bars: Bars) -> np.ndarray:
+def busy_rows(frame: pd.DataFrame, identity: list[str], bars: Bars, *, apart: list[str] | None = None) -> np.ndarray:
     """Per row, whether its link (the rows of equal `identity` columns) is busy in the frame: a counter's rise is
-    taken between the link's readings that hold it, a reading without it passed over."""
+    taken between the link's readings that hold it, a reading without it passed over. Given `apart`, whether any link
+    of the row's `apart` columns' values is."""
     if not len(frame):
         return np.zeros(0, dtype=bool)
-    named = [c for c in identity if c in frame.columns]
-    link = (frame.groupby(named, dropna=False, observed=True, sort=False).ngroup().to_numpy(np.int64) if named
-            else np.zeros(len(frame), dtype=np.int64))
+    link = _groups(frame, identity)
     t = ns(frame["timestamp"])
     rows = np.lexsort([t, link])  # each link's readings together, in time order
     link, t = link[rows], t[rows]
@@ -98,7 +98,20 @@ def busy_rows(frame: pd.DataFrame, identity: list[str], bars: Bars) -> np.ndarra
     np.logical_or.at(busy, run, hot)
     out = np.empty(len(rows), dtype=bool)
     out[rows] = busy[run]
-    return out
+    if apart is None:
+        return out
+    together = _groups(frame, apart)
+    held = np.zeros(int(together.max()) + 1, dtype=bool)
+    np.logical_or.at(held, together, out)
+    return held[together]
+
+
+def _groups(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Per row, a number for its values of those columns (the frame's, NA a value of its own)."""
+    named = [c for c in columns if c in frame.columns]
+    if not named:
+        return np.zeros(len(frame), dtype=np.int64)
+    return frame.groupby(named, dropna=False, observed=True, sort=False).ngroup().to_numpy(np.int64)
 
 
 def _values(frame: pd.DataFrame, metric: str) -> np.ndarray | None:

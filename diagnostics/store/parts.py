@@ -120,8 +120,8 @@ def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iter
                directory: Sequence[str] = (), busy: Bars | None = None) -> PartInfo:
     """Write one partition's rows: ordered by (time bucket, `order` columns, time), a row group per bucket; with
     the runs of rows of each identity (the values of `directory`'s columns) listed in its footer (directory.py).
-    Given `busy` (and a directory), the busy links' rows (busy.py; a link here is its `order` columns' values) come
-    after the others, in time buckets of their own.
+    Given `busy` (and a directory), the busy links' rows (busy.py), with every row that shares their `order` columns'
+    values, come after the others, in time buckets of their own.
 
     Only the columns the rows fill are written (a reader makes the others as nulls, as it does for an older
     writer's part), with statistics for the time alone (the catalog keeps each row group's range; a rebuilt catalog
@@ -130,7 +130,8 @@ def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iter
     t = _times(frame)
     nat = np.iinfo(np.int64).min
     keys = [_sort_codes(frame[c]) for c in reversed(list(order))]
-    apart = busy_rows(frame, list(order), busy) if busy is not None and directory else np.zeros(len(t), bool)
+    apart = busy_rows(frame, list(directory), busy, apart=list(order)) if busy is not None and directory \
+        else np.zeros(len(t), bool)
     hour = np.empty(len(t), dtype=np.int64)
     for mine in (~apart, apart):  # each its own buckets: the busy are few, their day in one row group or a few
         dated = t[mine]

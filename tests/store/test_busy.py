@@ -16,6 +16,7 @@ from diagnostics.config.thresholds import load_thresholds
 from diagnostics.store import parts
 from diagnostics.store.busy import Bars, busy_rows
 from diagnostics.store.telemetry import TelemetryStore
+from diagnostics.store.writing import LINK_ORDER
 from diagnostics.tables import LINK_IDENTITY
 
 from .test_window import START, Spy
@@ -31,7 +32,7 @@ def _link(link: int, count: int = 12, **columns: Any) -> list[dict[str, Any]]:
 
 def _busy(rows: list[dict[str, Any]], bars: Bars | None = None) -> dict[int, bool]:
     frame = pd.DataFrame(rows)
-    got = busy_rows(frame, list(LINK_IDENTITY), bars or Bars.of(load_thresholds()))
+    got = busy_rows(frame, list(LINK_IDENTITY), bars or Bars.of(load_thresholds()), apart=list(LINK_ORDER))
     return {int(k): bool(v.all()) for k, v in pd.Series(got).groupby(frame["link"])}
 
 
@@ -47,6 +48,11 @@ def test_a_link_is_busy_where_it_breaks_a_rule_between_two_readings_or_is_not_up
     gaps = _link(7, replay=[v if i % 2 else np.nan for i, v in enumerate(rising)])  # read every other scrape
     shouted = _link(8, replay=0.0, link_state="Down")
     assert _busy([*gaps, *shouted]) == {7: True, 8: True}
+    chips = [{**r, "gpu": None, "link_type": "nvswitch", "nvswitch": chip}
+             for chip, total in (("0", 1000.0), ("1", 0.0)) for r in _link(9, replay=total)]
+    assert _busy(sorted(chips, key=lambda r: r["timestamp"])) == {9: False}  # one port of two switches, both flat
+    chips[0]["replay"] = 0.0  # the first switch's port rose by 1,000 in its first five minutes
+    assert _busy(chips) == {9: True}  # both switches' rows of the port: they keep their order
 
 
 def test_a_link_is_judged_by_its_own_type_s_rules_and_the_limits_in_force() -> None:
@@ -87,7 +93,7 @@ def stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[TelemetrySt
     apart = TelemetryStore(tmp_path / "apart")
     apart.ingest([source])
     with monkeypatch.context() as patched:
-        patched.setattr(parts, "busy_rows", lambda frame, identity, bars: np.zeros(len(frame), dtype=bool))
+        patched.setattr(parts, "busy_rows", lambda frame, identity, bars, **_: np.zeros(len(frame), dtype=bool))
         together = TelemetryStore(tmp_path / "together")
         together.ingest([source])
     return apart, together
@@ -149,7 +155,7 @@ def test_rows_of_one_link_and_time_keep_their_order_when_one_of_them_is_busy(tmp
     apart = TelemetryStore(tmp_path / "apart")
     apart.ingest([source])
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(parts, "busy_rows", lambda frame, identity, bars: np.zeros(len(frame), dtype=bool))
+        patched.setattr(parts, "busy_rows", lambda frame, identity, bars, **_: np.zeros(len(frame), dtype=bool))
         together = TelemetryStore(tmp_path / "together")
         together.ingest([source])
     end = START + 35 * STEP
