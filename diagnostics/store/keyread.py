@@ -48,11 +48,11 @@ class ScanStats:
         self.unreadable.update(other.unreadable)
 
 
-def read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns: int | None, end_ns: int | None,
-             lower: int | None) -> tuple[pa.Table | None, ScanStats]:
+def read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns: int | None,
+             end_ns: int | None) -> tuple[pa.Table | None, ScanStats]:
     """One key's rows in the window, `names` of the schema `out`'s columns, its parts' rows one after another (the
     same rows, in the same order, whichever columns are asked)."""
-    table, kept, stats = read_key_rows(group, out, names, start_ns, end_ns, lower)
+    table, kept, stats = read_key_rows(group, out, names, start_ns, end_ns)
     if table is None:
         return None, stats
     if kept is not None:
@@ -61,7 +61,7 @@ def read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns
 
 
 def read_key_rows(group: list[Part], out: pa.Schema, names: Collection[str], start_ns: int | None,
-                  end_ns: int | None, lower: int | None) -> tuple[pa.Table | None, np.ndarray | None, ScanStats]:
+                  end_ns: int | None) -> tuple[pa.Table | None, np.ndarray | None, ScanStats]:
     """One key's rows in its parts' row groups that reach into the window, and which of them lie in it (None: all):
     `names` of the schema `out`'s columns, of its types, less those no part of the key fills (as nulls they need
     no decoding), its parts' rows one after another."""
@@ -73,7 +73,7 @@ def read_key_rows(group: list[Part], out: pa.Schema, names: Collection[str], sta
             continue
         # opened as a local file and read as asked: a filesystem's layer and its read-ahead threads cost more than
         # a small part's rows
-        filtered = any(not inside(*part.groups[i][:2], lower, end_ns) for i in chosen)
+        filtered = any(not inside(*part.groups[i][:2], start_ns, end_ns) for i in chosen)
         # a part always holds its time, though its catalog lists it only where it fills it (an undated paste's)
         wanted = [n for n in schema.names if n in part.columns or n == "timestamp"]
         reading = [*wanted, "timestamp"] if filtered and "timestamp" not in wanted else wanted
@@ -81,7 +81,7 @@ def read_key_rows(group: list[Part], out: pa.Schema, names: Collection[str], sta
         stats.files += 1
         stats.row_groups += len(chosen)
         stats.rows_scanned += table.num_rows
-        mask = window_mask(table.column("timestamp"), lower, end_ns) if filtered else None
+        mask = window_mask(table.column("timestamp"), start_ns, end_ns) if filtered else None
         if filtered and "timestamp" not in wanted:
             table = table.drop_columns(["timestamp"])
         tables.append(cast_to(table, of_names(schema, tuple(table.schema.names))))

@@ -196,14 +196,14 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     of other column types than the schema's (an older writer) is cast to it. Measured on this layout, reading
     each file's chosen row groups directly is about twice as fast as a pyarrow dataset scan with the same
     pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves. `columns`
-    reads only those (of the others). `partial`: a key with
-    a part that cannot be read (cut, changed or deleted after it was written) is left out, and why said in the
-    stats' `unreadable`, rather than failing the read of every key."""
+    reads only those (of the others). `partial`: a key with a part that cannot be read (cut, changed or deleted
+    after it was written) is left out, and why said in the stats' `unreadable`, rather than failing the read of every
+    key."""
     out = output_schema(parts, schema, keep=keep, skip=skip, columns=columns)
 
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
         try:
-            table, kept, stats = read_key_rows(group, out, out.names, start_ns, end_ns, start_ns)
+            table, kept, stats = read_key_rows(group, out, out.names, start_ns, end_ns)
         except InputError as exc:
             if not partial:
                 raise

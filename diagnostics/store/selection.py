@@ -71,7 +71,7 @@ def read_selected(parts: Sequence[Part], schema: TableSchema, start_ns: int, end
                                          for _, _, d in through])
                 first, combination = distinct_rows(runs, names)
                 return _Key(group, runs.take(first), combination, through), ScanStats()
-            table, stats = read_key(group, out, names, start_ns, end_ns, start_ns)
+            table, stats = read_key(group, out, names, start_ns, end_ns)
         except InputError as exc:
             if not partial:
                 raise
@@ -111,7 +111,7 @@ def read_selected(parts: Sequence[Part], schema: TableSchema, start_ns: int, end
         rest = [n for n in out.names if n not in names]
         if not rest:
             return named, ScanStats()
-        others, read = read_key(key.group, out, rest, start_ns, end_ns, start_ns)
+        others, read = read_key(key.group, out, rest, start_ns, end_ns)
         assert others is not None and others.num_rows == len(mine)
         others = others.filter(pa.array(mine))
         columns = [named.column(n) if n in named.column_names else others.column(n) for n in out.names]

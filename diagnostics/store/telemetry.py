@@ -129,7 +129,7 @@ class TelemetryStore:
                                                                            tolerance=tolerance)) is not None]
         touched, self._touched = self._touched, {}
         for table, keys in sorted(touched.items()):  # a node's day grown past a few parts: one part again
-            done = self.compact(table, keys=keys)
+            done = self._compact(table, keys=keys, busy=busy)
             report.node_warnings += [IngestWarning(str(self.root), None, f"{table} of {day} not merged into one "
                                                    f"part (the readings are stored): {why}")
                                      for day, why in sorted(done.failed.items())]
@@ -140,9 +140,12 @@ class TelemetryStore:
         """Each day of the table's keys (default every key) held in more than `least` parts merged into one, the
         parts it retired `grace_s` ago deleted (compaction.py): a store fed scrape by scrape reads as fast as one
         ingested at once."""
+        return self._compact(table, keys=keys, least=least, grace_s=grace_s, busy=Bars.of(load_thresholds()))
+
+    def _compact(self, table: str, *, keys: Collection[str] | None = None, least: int | None = None,
+                 grace_s: float | None = None, busy: Bars) -> Compacted:
         schema, order = PARTED[table]
-        return compact(self._db, self._catalog, schema, order, keys=keys, least=least, grace_s=grace_s,
-                       busy=Bars.of(load_thresholds()))
+        return compact(self._db, self._catalog, schema, order, keys=keys, least=least, grace_s=grace_s, busy=busy)
 
     def _keep(self, outcome: FileOutcome, busy: Bars) -> None:
         """One file's telemetry and node records written, with its hash, in one transaction (its parts' busy links
