@@ -2,7 +2,7 @@
 then the command.
 
 Importing the engine and its libraries leaves some 200,000 objects the collector tracks, nearly all kept for the
-life of the process, and its passes over them while they are imported free next to nothing (0.12-0.15 s of a 0.6 s
+life of the process, and its passes over them while they are imported free next to nothing (0.07-0.15 s of a 0.6 s
 start, measured on `import bot.cli`); once imported they are frozen, so the command's own collections leave them
 alone.
 """
