@@ -134,10 +134,11 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
 def _damaged(p: Prepared, at: np.ndarray, owner: np.ndarray, t: np.ndarray,
              resets: dict[str, np.ndarray]) -> np.ndarray | None:
     """Of the readings where some counter dropped (`resets`: each counter's), those where another of the link's
-    counters held a count above zero (read at least its reading before) and no other link of the node dropped at
-    that time: a restart (a reboot, a GPU reset, a driver reload) zeroes every counter of the links it restarts, so
-    such a drop is a damaged or cut number (`50` of `500100`), not a restart; where other links dropped with it, a
-    counter that reads its old count again counted as much since (one recovery before and after a reboot). None
+    counters held a count above zero (read at least its reading before) and no other link of its GPU (or switch)
+    dropped at that time: a restart (a reboot, a GPU reset, a driver reload) zeroes every counter of the links it
+    restarts, so such a drop is a damaged or cut number (`50` of `500100`), not a restart; where other links of the
+    GPU dropped with it, a counter that reads its old count again counted as much since (one recovery before and
+    after a reboot). Another GPU's links dropping then say nothing of this one: a GPU reset restarts its own. None
     when no counter dropped so. Read at the drops alone: a fleet's window has few."""
     if not resets:
         return None
@@ -150,9 +151,13 @@ def _damaged(p: Prepared, at: np.ndarray, owner: np.ndarray, t: np.ndarray,
             held |= (before > 0) & (now >= before)
     if not held.any():
         return None
-    node = np.asarray(pd.factorize(p.heads()["node_id"].astype("string"))[0])[owner[rows]]
-    moments = pd.DataFrame({"node": node, "t": t[rows], "link": owner[rows]})
-    links = moments.groupby(["node", "t"])["link"].transform("nunique").to_numpy()  # links dropping then
+    heads = p.heads()
+    part = heads["gpu"].astype("string") if "gpu" in heads.columns else pd.Series(pd.NA, index=heads.index)
+    if "nvswitch" in heads.columns:  # a switch's own links: restarted with the switch
+        part = part.fillna("switch " + heads["nvswitch"].astype("string"))
+    device = np.asarray(pd.factorize(heads["node_id"].astype("string") + "/" + part.fillna(""))[0])[owner[rows]]
+    moments = pd.DataFrame({"device": device, "t": t[rows], "link": owner[rows]})
+    links = moments.groupby(["device", "t"])["link"].transform("nunique").to_numpy()  # its links dropping then
     alone = held & (links < 2)
     if not alone.any():
         return None

@@ -11,21 +11,22 @@ from pathlib import Path
 from .conftest import Cli
 
 
-def _reading(when: str, crc: int, replays: int) -> str:
+def _reading(when: str, crc: int, replays: int, reset: int | None = None) -> str:
+    """Every link of eight GPUs with `replays`, GPU 7's link 17 with `crc`; GPU `reset`'s counters all zero."""
     lines = [f"{when}\n$ nvidia-smi nvlink -e\n"]
     for gpu in range(8):
         lines.append(f"GPU {gpu}: NVIDIA H100 80GB HBM3 (UUID: GPU-1111111{gpu}-2222-3333-4444-555555555555)\n")
         for link in range(18):
             last = gpu == 7 and link == 17
-            lines.append(f"\t Link {link}: Replay Errors: {replays}\n\t Link {link}: Recovery Errors: 0\n"
-                         f"\t Link {link}: CRC Errors: {crc if last else 0}\n")
+            lines.append(f"\t Link {link}: Replay Errors: {0 if gpu == reset else replays}\n"
+                         f"\t Link {link}: Recovery Errors: 0\n\t Link {link}: CRC Errors: {crc if last else 0}\n")
     return "".join(lines)
 
 
-def _paste(tmp_path: Path, second_crc: int, second_replays: int = 500) -> Path:
+def _paste(tmp_path: Path, second_crc: int, second_replays: int = 500, reset: int | None = None) -> Path:
     path = tmp_path / "two.txt"
     path.write_text(_reading("Mon Dec  7 01:00:00 UTC 2026", 100, 500)
-                    + _reading("Mon Dec  7 01:20:00 UTC 2026", second_crc, second_replays), encoding="utf-8")
+                    + _reading("Mon Dec  7 01:20:00 UTC 2026", second_crc, second_replays, reset), encoding="utf-8")
     return path
 
 
@@ -50,6 +51,20 @@ def test_a_count_that_falls_while_the_links_others_hold_is_no_restart_and_no_all
     swept = json.loads(out)
     assert code == 3 and swept["unjudged"] == ["h1"]
     assert [r for r in swept["incomplete_reasons"] if "a counter read lower than before" in r]
+
+
+def test_another_gpus_reset_at_that_reading_does_not_explain_the_fallen_count(tmp_path: Path, cli: Cli) -> None:
+    """GPU 0 reset between the readings (every count of its links back to zero) while GPU 7's CRC count was cut: a GPU
+    reset zeroes that GPU's links alone, so GPU 7's count still fell with no restart of its own."""
+    cut = _paste(tmp_path, 50, reset=0)
+    code, out, _ = cli("analyze", str(cut), "--node", "h1")
+    assert code == 3 and "fault=unknown" in out, out
+    assert "GPU 7 NVLink 17: CRC flit errors read lower than the reading before" in out
+    assert "GPU 0" in out and "restart" in out  # GPU 0's own reset is still one
+    store = tmp_path / "store"
+    assert cli("ingest", str(cut), "--store", str(store), "--node", "h1")[0] == 0
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    assert code == 3 and json.loads(out)["unjudged"] == ["h1"]
 
 
 def test_a_restart_drops_every_count_and_is_still_one(tmp_path: Path, cli: Cli) -> None:
