@@ -228,16 +228,16 @@ def _close(event: dict[str, Any], timestamp: pd.Timestamp | None) -> bool:
     return abs((pd.Timestamp(known) - pd.Timestamp(timestamp)).value) <= JOIN_NS
 
 
-def unreachable(out: Collector, number: int, lost: re.Match[str], gpu: int | None) -> None:
+def unreachable(out: Collector, number: int, lost: re.Match[str], gpu: int | None) -> dict[str, Any] | None:
     """A GPU nvidia-smi could not reach (`NO_HANDLE`'s line `number`): lost, an off-the-bus event on its bus (NVML's
     "GPU is lost", NVML_ERROR_GPU_IS_LOST: fallen off the bus or otherwise inaccessible, read as the kernel's message
-    is); for another reason, said."""
+    is), its row returned; for another reason, said."""
     bus = normalize_bus_id(lost["bus"]) or lost["bus"]
     reason = lost["reason"].rstrip(".")
     if "gpu is lost" in reason.lower():
-        out.add("events", number, kind=EventKind.XID.value, code=OFF_BUS_CODE, gpu=gpu, pci_bus_id=bus,
-                text=f"nvidia-smi: {' '.join(lost.string.split())}")
-        return
+        return out.add("events", number, kind=EventKind.XID.value, code=OFF_BUS_CODE, gpu=gpu, pci_bus_id=bus,
+                       text=f"nvidia-smi: {' '.join(lost.string.split())}")
     which = f"GPU {gpu} at {bus}" if gpu is not None else f"the GPU at {bus}"
     out.warn(number, f"nvidia-smi could not reach {which} ({reason or 'no reason given'}): it may have fallen off "
                      "the bus; check the kernel log for Xid 79 and `nvidia-smi -q`")
+    return None

@@ -125,6 +125,7 @@ class NvlinkReader:
         models: dict[str | None, dict[str, list[tuple[int, int]]]] = {}  # node -> model -> (GPU, line) of its headers
         uuid_form = False  # a GPU header above closes its `(UUID: ...)`: one that does not is cut off
         unreachable = False  # a GPU nvidia-smi names as one it could not reach
+        lost_rows: list[dict[str, Any]] = []  # its off-the-bus events, at the index its place in the output gives
         last_gpu: int | None = None  # the index of the last GPU header
         first_header: Line | None = None
         alone: str | None = None  # an output no link reading is in: "capabilities" (`nvlink -c`), "throughput" (-gt)
@@ -133,7 +134,8 @@ class NvlinkReader:
                 continue
             if lost := NO_HANDLE.match(line.text):
                 unreachable = True
-                unreached(out, line.number, lost, 0 if last_gpu is None else last_gpu + 1)
+                if row := unreached(out, line.number, lost, 0 if last_gpu is None else last_gpu + 1):
+                    lost_rows.append(row)
                 rows.close()
                 gpu = None
                 continue
@@ -243,6 +245,7 @@ class NvlinkReader:
                 out.unread(line)
         _all_inactive(out, rows, all_down)
         _models_mixed(out, models)
+        _place_lost(lost_rows, seen_gpus)
         rows.finish()
         if first_header is not None and not out.rows.get("link_samples") and not out.rows.get("events") \
                 and not all_down and not remotes and not unreachable:
@@ -464,6 +467,29 @@ class AllDown(NamedTuple):
     model: str
     at: Any  # the time stated above it
     node: str | None
+
+
+def _place_lost(lost: list[dict[str, Any]], listed: set[tuple[str | None, int, str | None]]) -> None:
+    """The lost GPUs' indexes where their place in the output gave one a GPU of the node lists, or two places two:
+    `nvidia-smi ... &> file` writes the stderr line first, above every GPU. NVML numbers GPUs in bus order and
+    nvidia-smi lists the others under their own, so the indexes the node's listing skips are the lost GPUs', in their
+    buses' order; where the skipped indexes do not match them one to one (a driver that never enumerated a GPU numbers
+    the rest from 0), the GPU is known by its bus alone, never by another GPU's index."""
+    for node in {row["node_id"] for row in lost}:
+        held = {gpu for n, gpu, _ in listed if n == node}
+        mine = [row for row in lost if row["node_id"] == node]
+        guesses: dict[str, set[int]] = {}
+        for row in mine:
+            guesses.setdefault(row["pci_bus_id"], set()).add(row["gpu"])
+        clash = sorted(bus for bus, said in guesses.items() if len(said) > 1 or said & held)
+        if not clash:
+            continue
+        placed = {gpu for bus, said in guesses.items() if bus not in clash for gpu in said}
+        skipped = sorted(set(range(max(held, default=-1) + 1)) - held - placed)
+        index = dict(zip(clash, skipped, strict=True)) if len(skipped) == len(clash) else {}
+        for row in mine:
+            if row["pci_bus_id"] in clash:
+                row["gpu"] = index.get(row["pci_bus_id"])
 
 
 def _all_inactive(out: Collector, rows: LinkRows, all_down: list[AllDown]) -> None:

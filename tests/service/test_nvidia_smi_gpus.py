@@ -217,3 +217,45 @@ def test_a_lost_gpus_line_printed_before_the_sections_is_placed_by_its_bus() -> 
         rows = said["link_samples"].sort_values("gpu")
         assert rows[["gpu", "pci_bus_id"]].values.tolist()[:3] == [[0, "0000:53:00.0"], [1, "0000:64:00.0"],
                                                                    [3, "0000:86:00.0"]]
+
+
+def first(text: str) -> str:
+    """The output as `nvidia-smi nvlink -e &> file` keeps it: the stderr line of the lost GPU above every GPU."""
+    return LOST + "\n" + text.replace(LOST + "\n", "")
+
+
+def test_a_lost_gpus_line_written_first_takes_the_index_the_listing_skips(tmp_path: Path) -> None:
+    """Read in output order, the line above GPU 0 took index 0: the ticket isolated GPU 0, a GPU the same output lists
+    with its links, and named it for swap-testing. NVML numbers GPUs in bus order and nvidia-smi lists the others
+    under their own indexes, so the one the listing skips is the lost GPU's."""
+    said = READER.read(Source.from_text(first(output([0, 1, 2, 4, 5, 6, 7], "2026-12-04T10:00:00Z", lost=3)),
+                                        name="lost.txt"), node_id=NODE)
+    assert said["events"][["gpu", "pci_bus_id", "code"]].values.tolist() == [[3, "0000:4e:00.0", 79]]
+    folder = tmp_path / "in"
+    paths = readings(folder, [0, 1, 2, 4, 5, 6, 7], lost=3)
+    for path in paths:
+        path.write_text(first(path.read_text(encoding="utf-8")), encoding="utf-8")
+    for got in through_both(paths, tmp_path):
+        assert got.fault_detected and got.isolated_component == "GPU 3"
+        assert {f.component for f in got.findings if f.severity is Severity.DOWN} == {"GPU 3"}
+
+
+@pytest.mark.parametrize("gpus", [[0], list(range(7))])
+def test_a_lost_gpu_no_skipped_index_places_is_known_by_its_bus_not_another_gpus_index(tmp_path: Path,
+                                                                                       gpus: list[int]) -> None:
+    """Above a listing that skips no index (one GPU's, or a driver that numbered the rest from 0), the lost GPU is the
+    GPU at its bus: GPU 0, listed with its links, is never the one named off the bus."""
+    said = READER.read(Source.from_text(first(output(gpus, "2026-12-04T10:00:00Z")), name="lost.txt"),
+                       node_id=NODE)
+    events = said["events"]
+    assert events[["pci_bus_id", "code"]].values.tolist() == [["0000:4e:00.0", 79]] and events["gpu"].isna().all()
+    folder = tmp_path / "in"
+    paths = readings(folder, gpus)
+    for path in paths:
+        path.write_text(first(path.read_text(encoding="utf-8")), encoding="utf-8")
+    for got in through_both(paths, tmp_path):
+        assert got.fault_detected and got.ticket_priority == "urgent"
+        assert "GPU 0" not in {got.isolated_component, *(f.component for f in got.findings
+                                                         if f.severity is Severity.DOWN)}, got.findings
+        assert "0000:4e:00.0" in (got.isolated_component or "").lower() + " ".join(
+            f.component.lower() for f in got.findings), (got.isolated_component, [f.component for f in got.findings])
