@@ -101,6 +101,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("lanes_in_error_undated", "lanes in error (undated status)", Kind.LEVEL, Unit.LANES, _PCIE),
     Metric("gen_lost_under_load", "generations lost under load", Kind.LEVEL, Unit.GENERATIONS, _PCIE, column="gen",
            maximum="max_gen", busy=("tx_bytes_per_s", "rx_bytes_per_s")),
+    # the Bad TLPs, Bad DLLPs and receiver errors (AER) the busier end of a GPU's PCIe link received per hour
+    Metric("pcie_errors_received", "errors received (AER)", Kind.LEVEL, Unit.PER_HOUR, _PCIE),
     Metric("effective_ber", "effective BER", Kind.LEVEL, Unit.RATIO, _NVLINK, column="effective_ber"),
     Metric("symbol_ber", "symbol BER", Kind.LEVEL, Unit.RATIO, _NVLINK, column="symbol_ber"),
     Metric("aer_correctable", "aer correctable", Kind.HOST, on=_PCIE),  # TOTAL_ERR_COR

@@ -21,6 +21,8 @@ from ..config.ends import EndsPolicy
 from ..enums import LinkEnd, LinkType, PortSource
 from ..metrics import SUMS
 from ..model import Finding
+from ..values import limits
+from .rates import NS_PER_HOUR
 
 _OTHER = {LinkEnd.GPU: LinkEnd.UPSTREAM, LinkEnd.UPSTREAM: LinkEnd.GPU}
 
@@ -34,6 +36,9 @@ class EndView:
     lanes: tuple[int, ...] = ()
     received: dict[str, float] = field(default_factory=dict)
     sent: dict[str, float] = field(default_factory=dict)
+    # the errors its receiver counted per hour between its first and last reading that hold a count (None: read
+    # once, or too close together for a rate)
+    received_per_hour: float | None = None
     # The Lane Error Status is sticky (RW1C, PCIe r4.0 sec. 7.7.3.3): a set bit says a lane erred at some time since
     # the status was last cleared, maybe long ago. Dated only where an earlier reading in the span read it clear.
     dated: bool = False
@@ -41,6 +46,19 @@ class EndView:
     @property
     def receives(self) -> bool:
         return bool(self.lanes or self.received)
+
+
+def _per_hour(rows: pd.DataFrame, counters: Sequence[str]) -> float | None:
+    """The errors `counters` added (each as `_amount` counts it) per hour between the first and last of the rows
+    that hold one of them; None where they are one reading or closer than a rate needs (data/limits.toml)."""
+    held = [c for c in counters if c in rows.columns]
+    if not held:
+        return None
+    read = rows[rows[held].notna().any(axis=1)]
+    hours = (int(read["_t"].max()) - int(read["_t"].min())) / NS_PER_HOUR if len(read) > 1 else 0.0
+    if hours * 3600 < limits().rate_min_interval_s or hours <= 0:
+        return None
+    return sum(_amount(read[c]) for c in held) / hours
 
 
 def _amount(values: pd.Series) -> float:
@@ -95,7 +113,7 @@ def pcie_ends(links: pd.DataFrame, t: np.ndarray, start_ns: int, end_ns: int,
         elif "pci_bus_id" in device.columns and len(device) and pd.notna(device["pci_bus_id"].iloc[-1]):
             port = str(device["pci_bus_id"].iloc[-1])  # the GPU's own address: where its status is read
         out.setdefault((str(node), int(gpu)), {})[LinkEnd(side)] = EndView(
-            port=port, lanes=named, dated=dated,
+            port=port, lanes=named, dated=dated, received_per_hour=_per_hour(device, policy.pcie.received),
             received={c: v for c, v in amounts.items() if c in policy.pcie.received and v > 0},
             sent={c: v for c, v in amounts.items() if c in policy.pcie.sent and v > 0})
     return out

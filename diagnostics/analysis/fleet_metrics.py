@@ -55,7 +55,9 @@ def fleet_metrics(links: pd.DataFrame, t: np.ndarray, keep: np.ndarray | None, *
 
 def lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, EndView]]) -> pd.DataFrame:
     """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: two levels their rules judge, the
-    lanes a dated status names (an earlier reading read it clear) and those only an undated one names."""
+    lanes a dated status names (an earlier reading read it clear) and those only an undated one names; and the
+    errors an end's receiver counted per hour, the busier end's (the rates read the GPU's own end alone, so errors
+    the port above it received were no finding)."""
     pcie = np.flatnonzero((metrics["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
                           & metrics["gpu"].notna().to_numpy())  # one row per GPU: a few of the node's rows
     rows = metrics.iloc[pcie]
@@ -67,6 +69,11 @@ def lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[An
         level = np.full(len(metrics), np.nan)
         level[pcie] = [counts.get(key, np.nan) for key in keys]
         levels[name] = level
+    received = {key: max([v.received_per_hour for v in views.values() if v.received_per_hour is not None],
+                         default=np.nan) for key, views in ends.items()}
+    level = np.full(len(metrics), np.nan)
+    level[pcie] = [received.get(key, np.nan) for key in keys]
+    levels["pcie_errors_received"] = level
     return metrics.assign(**levels)
 
 

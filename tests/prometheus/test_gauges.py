@@ -90,8 +90,9 @@ def test_a_sites_limits_and_busy_level_change_the_queries(tmp_path: Path) -> Non
 def test_only_sxids_replay_rollovers_and_lane_errors_are_left_to_the_local_analysis(tmp_path: Path) -> None:
     thresholds = load_thresholds()
     left = dict(r.split(": ", 1) for r in unpushed_rules(thresholds, QueryBuilder(_client().config, load_map())))
-    assert sorted(left) == ["pcie_lane_error", "pcie_lane_error_undated", "pcie_replay_rollover", "sxid",
-                            "sxid_fatal"]
+    assert sorted(left) == ["pcie_errors_received", "pcie_lane_error", "pcie_lane_error_undated",
+                            "pcie_replay_rollover", "sxid", "sxid_fatal"]
+    assert "pcie_errors_received" in left["pcie_errors_received"]  # host AER counts (sysfs, lspci): no exporter field
     for rule in ("pcie_lane_error", "pcie_lane_error_undated"):  # lspci's lane error status: no exporter series
         assert "lanes" in left[rule]
     assert "replay_rollovers" in left["pcie_replay_rollover"]  # no exporter field: nvidia-smi -q reads it
@@ -103,7 +104,7 @@ def test_only_sxids_replay_rollovers_and_lane_errors_are_left_to_the_local_analy
     table.write_text(text, encoding="utf-8")
     partial = load_map(table)
     left = unpushed_rules(thresholds, QueryBuilder(_client().config, partial))
-    assert sorted(r.split(":")[0] for r in left) == ["pcie_gen_under_load", "pcie_lane_error",
+    assert sorted(r.split(":")[0] for r in left) == ["pcie_errors_received", "pcie_gen_under_load", "pcie_lane_error",
                                                      "pcie_lane_error_undated", "pcie_replay_rollover", "sxid",
                                                      "sxid_fatal"]
     rules = {q.rule for q in fleet_queries(_client(), thresholds, 1.0, partial)}
@@ -219,7 +220,8 @@ def test_push_down_finds_exactly_the_planted_gauge_faults_and_agrees_with_the_fi
         written: Written, pushed: SweepResult) -> None:
     assert pushed.complete, pushed.incomplete_reasons
     assert sorted(r.split(":")[0] for r in pushed.not_pushed_down) == [
-        "pcie_lane_error", "pcie_lane_error_undated", "pcie_replay_rollover", "sxid", "sxid_fatal"]
+        "pcie_errors_received", "pcie_lane_error", "pcie_lane_error_undated", "pcie_replay_rollover", "sxid",
+        "sxid_fatal"]
     assert {o.key for o in pushed.offenders if o.rule in GAUGE_RULES} == PLANTED
     local = failing_links(written[0]["link_samples"], load_thresholds(), newest(written[0]), 1.0)
     assert {o.key for o in pushed.offenders} == {o.key for o in local}
