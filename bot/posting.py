@@ -114,18 +114,26 @@ def post_correlation(client: WebClient, diagnosis: Diagnosis, channel: str, thre
     return True
 
 
-def post_heat_map(client: WebClient, services: Services, result: SweepResult, channel: str, ts: str) -> None:
-    """The fleet's heat map in the thread of its list (when the bot draws pictures)."""
+def post_heat_map(client: WebClient, services: Services, result: SweepResult, channel: str, ts: str,
+                  failed: Failed | None = None) -> None:
+    """The fleet's heat map in the thread of its list (when the bot draws pictures); a refused upload goes to
+    `failed`, as a node picture's does."""
     if services.renderer is None:
         return
-    client.files_upload_v2(channel=channel, thread_ts=ts, content=render_fleet(result), filename="fleet.png",
-                           title="fleet heat map", alt_txt=fitting.alt_text(result.headline()),
-                           initial_comment="The fleet: nodes by GPUs, coloured by the worst finding, the suspected "
-                                           "parts outlined")
+    try:
+        client.files_upload_v2(channel=channel, thread_ts=ts, content=render_fleet(result), filename="fleet.png",
+                               title="fleet heat map", alt_txt=fitting.alt_text(result.headline()),
+                               initial_comment="The fleet: nodes by GPUs, coloured by the worst finding, the "
+                                               "suspected parts outlined")
+    except SLACK_FAILURES as exc:
+        if failed is None:
+            raise
+        failed(exc, "uploading the fleet heat map")
 
 
-def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
-    """The fleet: swept on the Prometheus server when one is configured, else ranked from the local store."""
+def post_fleet(client: WebClient, services: Services, *, channel: str, failed: Failed | None = None) -> None:
+    """The fleet: swept on the Prometheus server when one is configured, else ranked from the local store; a
+    refused heat map upload goes to `failed`."""
     url = services.settings.prometheus_url
     if url is None:  # swept as `fabricbot sweep --store` sweeps it: the nodes it could not judge are said
         result = services.source.sweep()
@@ -136,7 +144,7 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
         posted = send_fitted(client.chat_postMessage, fleet_blocks.fleet_layouts(result), channel=channel,
                              text=esc(fitting.clip("Fleet summary" if result.complete else result.headline(),
                                                    fitting.MAX_TEXT)))
-        services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))
+        services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]), failed)
         return
     try:
         result = services.source.sweep_server(url, at=services.clock())
@@ -151,4 +159,4 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
                     incomplete_reasons=result.incomplete_reasons[:10])
     posted = send_fitted(client.chat_postMessage, fleet_blocks.sweep_layouts(result), channel=channel,
                          text=esc(fitting.clip(result.headline(), fitting.MAX_TEXT)))
-    services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))
+    services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]), failed)

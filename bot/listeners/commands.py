@@ -127,7 +127,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
             post_text(client, reply.channel, LIFECYCLE[request.verb](services, request, reply.user, client))
             return
         if request.verb == "fleet":
-            post_fleet(client, services, channel=reply.channel)
+            post_fleet(client, services, channel=reply.channel, failed=reply.slack_failed)
             return
         if request.verb == "job":
             diagnosis = services.source.explain_job(request.target)

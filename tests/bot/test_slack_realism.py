@@ -204,6 +204,18 @@ def test_a_missing_upload_scope_still_leaves_the_summary_and_says_which_scope() 
         assert "lacks the `files:write` scope" in _told(local, "UALICE")[0]
 
 
+def test_a_missing_upload_scope_for_the_fleet_heat_map_is_said_as_for_a_node_picture() -> None:
+    """The heat map's upload under `/fabric fleet` failed into the log alone: the person saw a list with no picture
+    and no word of why."""
+    with local_bot() as local:
+        _warm(local)
+        local.slack.faults.scopes = frozenset({"chat:write", "usergroups:read", "files:read"})
+        assert local.injector.command("fleet", user="UALICE", channel=OPS).status == 200
+        told = _told(local, "UALICE")[0]
+        assert "Uploading the fleet heat map did not finish" in told and "lacks the `files:write` scope" in told
+        assert posted(local.slack)  # the fleet list itself stands
+
+
 def test_a_refused_drafting_post_keeps_the_draft_slot_and_makes_no_draft() -> None:
     with local_bot(Settings(drafts_per_minute=1)) as local:
         summary = summary_for(local, NODE)
