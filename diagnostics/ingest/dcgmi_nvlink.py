@@ -104,7 +104,7 @@ class DcgmiNvlinkReader:
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "dcgmi nvlink", node_id)
         reading = _Reading(out, LinkRows(out, tuple(dict.fromkeys(counter_names()[0].values()))))
-        _outputs(reading, list(classify(source, out)))  # a paste: small
+        _outputs(reading, list(classify(source, out, _shows_end)))  # a paste: small
         reading.finish()
         return out.result()
 
@@ -326,6 +326,16 @@ def _outputs(reading: _Reading, lines: list[Line]) -> None:
         if not skip_shell(line, out):
             reading.line(line)
         i += 1
+
+
+_CLOSER = re.compile(r"^\s*(?:[}\]],?|\+[-+=]*\+)\s*$")  # a JSON bracket closing, a table's border
+
+
+def _shows_end(text: str) -> bool:
+    """A last line that is a JSON document's closing bracket or the table's border is whole as it stands (`$(...)`,
+    `echo -n` and an editor's save drop the final newline): nothing of a value can follow it. Whether the document
+    closed there is the JSON parser's to say."""
+    return bool(_CLOSER.match(text))
 
 
 def _json_document(reading: _Reading, document: object, text: str, start: int, at: Callable[[int], Line]) -> None:

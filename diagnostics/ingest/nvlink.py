@@ -301,11 +301,13 @@ def _narrowed(out: Collector, listed: list[int], model: str) -> None:
 
 
 def _shows_end(text: str) -> bool:
-    """A link's state line ends in what only a whole line ends in (`<inactive>`'s `>`, a speed's `GB/s`): read as it
-    stands when it is the last line of a file saved without a final newline (an editor's default), where a cut
-    would be read only up to its last space. A counter's value last may be cut (45 of 45120) and stays unread."""
+    """A link's state line ends in what only a whole line ends in (`<inactive>`'s `>`, a speed's `GB/s`), as NVML's
+    line for a GPU whose links are all inactive ends in its last word: read as it stands when it is the last line
+    of a file saved without a final newline (an editor's default, `$(...)`, `echo -n`), where a cut would be read
+    only up to its last space. A counter's value last may be cut (45 of 45120) and stays unread."""
     link = _LINK.match(text)
-    return bool(link and (link["rest"] == "<inactive>" or _SPEED.match(link["rest"])))
+    return bool(link and (link["rest"] == "<inactive>" or _SPEED.match(link["rest"]))) or \
+        bool(_ALL_INACTIVE.match(text))
 
 
 def _known_rest(rest: str) -> bool:

@@ -3,6 +3,8 @@ prints, and damaged inputs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -253,3 +255,22 @@ def test_json_outputs_pasted_with_no_newline_between_are_both_read() -> None:
     result = read_text(whole + whole.split("\n", 2)[2].replace('"GPU 0"', '"GPU 1"') + "\n")
     assert links_per_gpu(result["link_samples"]) == {0: list(range(8)), 1: list(range(8))}
     assert result.warnings == []
+
+
+@pytest.mark.parametrize("name", ["dcgmi_nvlink_e_json_h800_1.txt", "dcgmi_nvlink_s_e_h800_1.txt"])
+def test_an_output_ending_in_its_closing_bracket_or_border_without_a_newline_is_whole(name: str,
+                                                                                     tmp_path: Path) -> None:
+    """`$(...)` and `echo -n` drop the final newline: a last line that is the JSON's closing `}` (or the table's
+    border) was read as cut, the `}` dropped, and the document did not parse: nothing was read. A document cut
+    before its end still does not parse and is said."""
+    whole = read(REAL / name)
+    path = tmp_path / name
+    text = (REAL / name).read_text(encoding="utf-8").rstrip("\n")
+    path.write_text(text, encoding="utf-8")
+    bare = read(path)
+    assert not [w for w in bare.warnings if w.cut], bare.warnings
+    assert bare["link_samples"].equals(whole["link_samples"].assign(source=bare["link_samples"]["source"]))
+    if name.endswith("json_h800_1.txt"):
+        path.write_text(text[: text.rindex("}")].rstrip(), encoding="utf-8")
+        cut = read(path)
+        assert cut["link_samples"].empty and any("does not parse" in w.message for w in cut.warnings)

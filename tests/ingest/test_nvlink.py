@@ -304,6 +304,20 @@ def test_a_link_state_line_last_without_a_newline_is_whole_and_read(last: str, s
     assert any(w.cut and "'45'" in w.message for w in read(path).warnings)
 
 
+def test_nvmls_all_links_inactive_line_last_without_a_newline_is_whole(tmp_path: Path) -> None:
+    """The real B200 output as `$(...)` or `echo -n` hands it on, its last line NVML's for GPU 2: read as cut, its
+    last word dropped, GPU 2's down links were lost ("no telemetry read", exit 2) where the file with its newline
+    is high, GPU 2."""
+    whole = read(B200)
+    path = tmp_path / "b200.txt"
+    path.write_text(B200.read_text(encoding="utf-8").rstrip("\n"), encoding="utf-8")
+    bare = read(path)
+    assert not [w for w in bare.warnings if w.cut], bare.warnings
+    columns = ["gpu", "link", "link_state"]
+    assert bare["link_samples"][columns].values.tolist() == whole["link_samples"][columns].values.tolist()
+    assert (bare["link_samples"]["gpu"] == 2).any()
+
+
 V100_DATED = REAL / "nvlink_e_v100_short_form_dated_2.txt"
 
 
