@@ -46,6 +46,7 @@ class Limits:
     rate_min_interval_s: float
     paste_max_outputs: int
     asked_hours: tuple[float, float] = (1 / 60, 876_000.0)  # a window a person asks of histories (--window)
+    paste_sniff_bytes: int = 4 << 20  # how much of a long input is looked through for a paste's outputs
 
     def counter_max(self, kind: str) -> int:
         return (1 << self.counter_bits[kind]) - 1
@@ -62,6 +63,7 @@ def _load(path: Path) -> Limits:
         asked = (window[0], float(data["window"].get("max_asked_hours", Limits.asked_hours[1])))
         rate_min = float(data["rate"]["min_interval_s"])
         outputs = int(data["paste"]["max_outputs"])
+        sniff = int(data["paste"].get("sniff_bytes", Limits.paste_sniff_bytes))
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{path.name}: needs [counter], [index], [gauge], [window], [rate] and [paste] "
                           f"tables: {exc}") from None
@@ -73,7 +75,9 @@ def _load(path: Path) -> Limits:
         raise ConfigError(f"{path.name}: [rate] min_interval_s is above 0 and below the longest window")
     if outputs < 1:
         raise ConfigError(f"{path.name}: [paste] max_outputs is at least 1")
-    return Limits(bits, index, gauge, window, rate_min, outputs, asked)
+    if sniff < 0:
+        raise ConfigError(f"{path.name}: [paste] sniff_bytes is at least 0 (0: the head alone)")
+    return Limits(bits, index, gauge, window, rate_min, outputs, asked, sniff)
 
 
 def limits() -> Limits:

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .base import IngestResult, Reader, Source, damaged_lines, input_text, not_utf8
+from ..values import limits
+from .base import HEAD_BYTES, IngestResult, Reader, Source, damaged_lines, input_text, not_utf8
+from .textlines import COMMAND_HINT, classify_line
 from .wrapping import first_line_unindented
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
@@ -33,6 +35,7 @@ _CACHE: dict[str, Reader] = {}
 # Prometheus text, where no line's indentation means anything: a paste whose first line lost the indentation of the
 # rest is read without it even when that first line alone tells the format (see `choose`).
 _FLAT = frozenset({"dcgm", "nmxt"})
+_PASTE = "paste"  # the reader of several outputs pasted together
 
 
 def readers() -> dict[str, Reader]:
@@ -95,7 +98,32 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
         raise InputError(
             "unrecognized format; force one with --format " + "|".join(sorted(available)), source=source.name
         )
+    if scored[0][1] != _PASTE and _PASTE in available and (whole := _past_head(source)) is not None \
+            and available[_PASTE].sniff(whole) > scored[0][0]:
+        return available[_PASTE]
     return available[scored[0][1]]
+
+
+def _past_head(source: Source) -> str | None:
+    """The whole text of an input longer than the head its reader is chosen by, where a shell command or a Markdown
+    fence stands past the head (another output may start there: a full `nvidia-smi -q` fills the head, and a
+    kernel log pasted after it was read as lines the -q reader did not know); None for an input the head holds
+    whole, one longer than the limits' [paste] sniff_bytes (a log, read as the format its head shows), or one with
+    no command past its head. Its lines are classified only where `COMMAND_HINT` finds something in them: a day's
+    scrape files are long, and hold none."""
+    most = limits().paste_sniff_bytes
+    size = source.path.stat().st_size if source.path is not None else len(source.text or "")
+    if not HEAD_BYTES < size <= most:
+        return None
+    raw = source.head(most).decode("utf-8", "replace")
+    if not COMMAND_HINT.search(raw, len(source.head().decode("utf-8", "replace"))):
+        return None
+    text = source.head_text(most)
+    past = text[len(source.head_text()):]
+    if any(classify_line(0, line).kind in ("command", "fence") for line in past.split("\n")
+           if COMMAND_HINT.search(line)):
+        return text
+    return None
 
 
 def telemetry_not_snapshot(item: str | Path | Source) -> bool:

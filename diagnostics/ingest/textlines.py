@@ -42,6 +42,9 @@ _THEMED_PROMPT = re.compile(
     + _TOOLS + ").*)$"
 )
 _ROOT_PROMPT = re.compile(r"^\s*[#>]\s+(?=" + _TOOLS + ")")
+# What every command line or fence above holds somewhere (a prompt's `$` or `@`, a tool's name, a fence's marks): a
+# cheap look for one through a long text before its lines are classified one by one.
+COMMAND_HINT = re.compile(r"[$@]|```|~~~|nvidia-smi|dcgmi|lspci|dmesg|journalctl|mpirun|srun|torchrun|_perf")
 _ISO_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*$")
 # `date` as glibc's locales print it (their `date_fmt`, which coreutils' `date` prints, and `d_t_fmt`, which it
 # printed before): C and POSIX `Wed May 13 11:00:00 UTC 2026` (the GNU coreutils manual, date invocation), en_US

@@ -215,3 +215,48 @@ def test_an_nvlink_output_concatenated_before_a_topology_is_judged_at_every_door
     answers = [diagnose(source, request).diagnosis for source in (files, StoreSource(tmp_path / "store"))]
     assert answers[0].model_dump(exclude={"warnings"}) == answers[1].model_dump(exclude={"warnings"})
     assert answers[0].fault_detected and answers[0].localizations[0].component == "GPU 3"
+
+
+def _past_the_head(tmp_path: Path) -> dict[str, Path]:
+    """Outputs pasted after one that fills the 64 KiB head detection reads: a whole 8-GPU `nvidia-smi -q` (some 65
+    KB) then a kernel log under its command, and 700 kernel-log lines then `nvidia-smi nvlink -s` under its own."""
+    q = _body("smi_q_h100_8gpu_gpud_1.txt")
+    kernel = _body("kernel_off_bus_no_xid_nvsentinel_1.txt")
+    noise = [f"[{i:6d}.000000] NVRM: Persistence mode is deprecated and will be removed in a future release. Please "
+             "use nvidia-persistenced instead." for i in range(700)]
+    links = _body("nvlink_s_b200_all_inactive_1.txt")
+    pastes = {"q-then-dmesg": ["$ nvidia-smi -q", *q, "$ sudo dmesg | grep NVRM", *kernel],
+              "log-then-nvlink": ["$ dmesg", *noise, "$ nvidia-smi nvlink -s", *links]}
+    out = {}
+    for name, lines in pastes.items():
+        out[name] = tmp_path / f"{name}.txt"
+        out[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def test_an_output_pasted_after_the_head_is_split_off_and_read(tmp_path: Path) -> None:
+    """The outputs past the head were lines the first output's reader did not know: the kernel log's GPU off the
+    bus ('urgent' alone) read as 'low, fault unknown', the B200's down links as 'no telemetry read'."""
+    pastes = _past_the_head(tmp_path)
+    assert all(p.stat().st_size > 64 * 1024 for p in pastes.values())
+    mixed = read(pastes["q-then-dmesg"])
+    assert (mixed["events"]["code"] == 79).any() and len(mixed["link_samples"])
+    assert not [w for w in mixed.warnings if "not read as nvidia-smi -q" in w.message], mixed.warnings
+    later = read(pastes["log-then-nvlink"])
+    assert (later["link_samples"]["link_state"] == "inactive").any()
+    for got in _doors(pastes["q-then-dmesg"], tmp_path):
+        assert got.fault_detected and got.ticket_priority == "urgent"
+
+
+def test_a_long_input_of_one_output_is_still_read_by_its_own_reader(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file past the head with no command past it, or longer than the limits' [paste] sniff_bytes, is read as the
+    one format its head shows (a paste's reader holds its input whole)."""
+    long_q = tmp_path / "q.txt"
+    long_q.write_text("\n".join(_body("smi_q_h100_8gpu_gpud_1.txt")) + "\n", encoding="utf-8")
+    assert long_q.stat().st_size > 64 * 1024 and detect.choose(Source.from_path(long_q)).name != "paste"
+    limits_file = tmp_path / "limits.toml"
+    shipped = (Path(values.__file__).parent / "data" / "limits.toml").read_text()
+    limits_file.write_text(shipped.replace("sniff_bytes = 4194304", "sniff_bytes = 70000"))
+    monkeypatch.setenv(values.ENV_FILE, str(limits_file))
+    assert detect.choose(Source.from_path(_past_the_head(tmp_path)["q-then-dmesg"])).name != "paste"
