@@ -69,6 +69,12 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     for c in found:
         if c.id in (wanted, slug, _own_tray_slug(diagnosis, wanted)) or c.component.lower() in said:
             return c, found
+    if any(f.component.lower() in said or f.ref.slug == wanted for f in diagnosis.findings
+           if f.severity is Severity.WARNING):  # a part that only warns, beside others that fail: drafted as asked
+        warned = candidates_for(diagnosis, graph, warnings=True)
+        for c in warned:
+            if c.id == wanted or c.component.lower() in said:
+                return c, warned
     trays = _in_any_tray(found, wanted)
     if len(trays) == 1:
         return trays[0], found

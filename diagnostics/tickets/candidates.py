@@ -88,11 +88,12 @@ def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: in
     )
 
 
-def _unhealthy(d: Diagnosis) -> list[Finding]:
-    """The findings a part could explain: a collective's bus bandwidth names no part (`BUSBW_NO_PART`)."""
+def _unhealthy(d: Diagnosis, *, warnings: bool = False) -> list[Finding]:
+    """The findings a part could explain: the failing ones, else (or with them, given `warnings`) those that warn; a
+    collective's bus bandwidth names no part (`BUSBW_NO_PART`)."""
     failing = [f for f in d.failing if f.ref.kind is not ComponentKind.GPU_FABRIC]
-    return failing or [f for f in d.findings if f.severity is Severity.WARNING
-                       and f.ref.kind is not ComponentKind.GPU_FABRIC]
+    warning = [f for f in d.findings if f.severity is Severity.WARNING and f.ref.kind is not ComponentKind.GPU_FABRIC]
+    return [*failing, *warning] if warnings else failing or warning
 
 
 def _from_localization(loc: Localization, links: list[Candidate]) -> Candidate | None:
@@ -103,9 +104,11 @@ def _from_localization(loc: Localization, links: list[Candidate]) -> Candidate |
     return None
 
 
-def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list[Candidate]:
-    """Every component that could explain the node's unhealthy links: the isolated one first, then by score."""
-    bad = _unhealthy(diagnosis)
+def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None, *,
+                   warnings: bool = False) -> list[Candidate]:
+    """Every component that could explain the node's unhealthy links: the isolated one first, then by score. Where
+    some fail, those that only warn are no candidates, unless `warnings` (a person named one of them)."""
+    bad = _unhealthy(diagnosis, warnings=warnings)
     if not bad:
         return []
     n = len(bad)

@@ -192,3 +192,15 @@ def test_a_warning_link_that_explains_the_slowdown_does_not_make_a_down_one_urge
     assert RulesDrafter().draft(d).priority is d.ticket_priority
     for c in candidates_for(d):
         assert priority_rank(ticket_priority(d, c)) <= priority_rank(d.ticket_priority)
+
+
+def test_a_part_that_only_warns_beside_a_failing_one_is_drafted_when_named() -> None:
+    """Every degraded part of a summary has its Draft button; one that only warns, beside a failing one, was no
+    candidate: its button answered "no such component among this node's candidates" (a rack's downstream GPUs,
+    69 of 71 controls). Named, it is drafted as asked, and the isolated part stays the failing one."""
+    d = _second_part(crossed=[_crossing("nvlink_replay", "replays", 420, 300, Severity.WARNING)],
+                     severity=Severity.WARNING, worst_ratio=0.42)
+    assert OTHER not in {c.component for c in candidates_for(d)}
+    t = RulesDrafter().draft(d, component=OTHER)
+    assert t.component == OTHER and t.priority is not Priority.URGENT
+    assert RulesDrafter().draft(d).component == EXPLAINS
