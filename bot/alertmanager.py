@@ -119,7 +119,7 @@ class Enricher:
             said = (f"names no node (labels {esc(labels)}), so nothing was diagnosed: {esc(alert.summary)}. I diagnose "
                     "the node an alert names by its node label (`Hostname`, `node`, ... as `dcgm.toml` maps them) or "
                     "its `instance`: keep one in the rule's aggregation (`sum by (Hostname) (...)`)")
-        said = fitting.clip(f":grey_question: *Alertmanager: {esc(alert.name)}* {said}", fitting.MAX_TEXT)
+        said = fitting.clip_mrkdwn(f":grey_question: *Alertmanager: {esc(alert.name)}* {said}", fitting.MAX_TEXT)
         answer = self.client.chat_postMessage(channel=self.channel, text=said, blocks=[fitting.section(said).to_dict()])
         self.book.posted(alert.node_id, part, channel=self.channel, ts=str(answer["ts"]), at=at)
         self.book.firing(alert.fingerprint, node_id=alert.node_id, part=part, alertname=alert.name, at=at)
@@ -148,8 +148,8 @@ def _title(alert: NodeAlert) -> str:
 def _resolved(alert: NodeAlert, message: AlertMessage) -> str:
     since = f" (firing since {fmt.when(alert.starts_at or message.opened_at)})"
     on = f"on `{esc(alert.node_id)}`" if alert.node_id else "(naming no node)"
-    return fitting.clip(f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} {on}{since}: "
-                       f"{esc(alert.summary)}", fitting.MAX_TEXT)
+    return fitting.clip_mrkdwn(f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} {on}{since}: "
+                               f"{esc(alert.summary)}", fitting.MAX_TEXT)
 
 
 def _payload(body: bytes) -> Any:

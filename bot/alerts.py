@@ -141,7 +141,7 @@ class AlertLoop:
                 f"goes on and tries again every {fmt.period(self.every_s)}; until a pass succeeds, a quiet channel is "
                 "not an all-clear. The traceback is in the bot's log.")
         try:
-            self.client.chat_postMessage(channel=self.channel, text=fitting.clip(text, fitting.MAX_TEXT))
+            self.client.chat_postMessage(channel=self.channel, text=fitting.clip_mrkdwn(text, fitting.MAX_TEXT))
         except SLACK_FAILURES as failed:
             log.warning("the failed alert pass was not said: %s", error_code(failed))
             return
@@ -218,7 +218,7 @@ class AlertLoop:
     def _post_began(self, known: Sequence[FailingPart | Alert], nodes: int) -> None:
         text = watch_began_message(known, nodes, self.every_s)
         try:
-            said = fitting.clip(text, fitting.MAX_TEXT)
+            said = fitting.clip_mrkdwn(text, fitting.MAX_TEXT)
             posted = self.client.chat_postMessage(channel=self.channel, text=said,
                                                   blocks=[fitting.section(said).to_dict()])
         except SLACK_FAILURES as exc:
@@ -297,7 +297,7 @@ class AlertLoop:
         with services.posted.posting(self.channel):
             layouts = blocks.diagnosis_layouts(diagnosis, analysis_id, lead=text)
             posted = send_fitted(self.client.chat_postMessage, layouts, channel=self.channel,
-                                 text=fitting.clip(text, fitting.MAX_TEXT))
+                                 text=fitting.clip_mrkdwn(text, fitting.MAX_TEXT))
             ts = str(posted["ts"])
             services.posted.remember(self.channel, ts, analysis_id)
         if services.renderer is not None:
@@ -317,7 +317,7 @@ class AlertLoop:
             analysis_id = known or 0
         shown = self._blocks(diagnosis, analysis_id, text) if diagnosis is not None else \
             [fitting.section(text).to_dict()]
-        self.client.chat_update(channel=alert.channel, ts=alert.ts, text=fitting.clip(text, fitting.MAX_TEXT),
+        self.client.chat_update(channel=alert.channel, ts=alert.ts, text=fitting.clip_mrkdwn(text, fitting.MAX_TEXT),
                                 blocks=shown)
 
     def _post_storm(self, storm: StormRecord) -> None:
@@ -366,14 +366,14 @@ def incomplete_message(swept: SweepResult, since: datetime, every_s: float) -> s
     said = (f":warning: *Fleet view incomplete* since {since:%Y-%m-%d %H:%M} UTC: the watch (every "
             f"{fmt.period(every_s)}) cannot judge every node, so a quiet channel is not an all-clear.{silent} This "
             f"message is updated when that changes, not repeated each pass.\n{reasons}")
-    return fitting.clip(said, fitting.MAX_TEXT)
+    return fitting.clip_mrkdwn(said, fitting.MAX_TEXT)
 
 
 def complete_again_message(said: str, since: datetime, at: datetime) -> str:
     """The stretch's message once every node reports again."""
-    return fitting.clip(f":white_check_mark: *Fleet view complete again* at {at:%Y-%m-%d %H:%M} UTC: every node "
-                        f"reports. It was incomplete from {since:%Y-%m-%d %H:%M} UTC; it said:\n>"
-                        + said.replace("\n", "\n>"), fitting.MAX_TEXT)
+    return fitting.clip_mrkdwn(f":white_check_mark: *Fleet view complete again* at {at:%Y-%m-%d %H:%M} UTC: every "
+                               f"node reports. It was incomplete from {since:%Y-%m-%d %H:%M} UTC; it said:\n>"
+                               + said.replace("\n", "\n>"), fitting.MAX_TEXT)
 
 
 def _with_storm(alert: Alert, storm: int) -> Alert:
@@ -393,12 +393,12 @@ def storm_message(storm: StormRecord, oncall: str | None) -> tuple[str, list[dic
     if storm.acknowledged_by:
         head += (f"\n:white_check_mark: Acknowledged by <@{esc(storm.acknowledged_by)}>: the parts still failing "
                  "alert one by one from the next pass.")
-    shown: list[dict[str, Any]] = [fitting.section(fitting.clip(head, fitting.MAX_TEXT)).to_dict(),
-                                   fitting.section(fitting.clip(f"*Nodes*\n{nodes}{more}", fitting.MAX_TEXT)).to_dict()]
+    shown: list[dict[str, Any]] = [fitting.section(head).to_dict(),
+                                   fitting.section(f"*Nodes*\n{nodes}{more}").to_dict()]
     if not storm.acknowledged_by:
         shown.append(ActionsBlock(block_id=f"storm:{storm.id}", elements=[ButtonElement(
             text="Acknowledge incident", action_id=ACK_ACTION, value=str(storm.id), style="primary")]).to_dict())
-    return fitting.clip(head, fitting.MAX_TEXT), shown
+    return fitting.clip_mrkdwn(head, fitting.MAX_TEXT), shown
 
 
 def acknowledge(services: Services, client: WebClient, *, storm_id: int, user: str,

@@ -52,8 +52,10 @@ from .fitting import (
     MAX_OPTIONS,
     MAX_TEXT,
     clip,
+    clip_mrkdwn,
     fit,
     fitted,
+    headed,
     label,
     section,
     sections,
@@ -294,8 +296,9 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
         if d.health_unknown() or d.unrated() else "no fault of its own, drained with its rack" if d.stopped_by \
         else "no fabric fault"
     blocks: list[Block] = [section(lead)] if lead else []
-    blocks.append(HeaderBlock(text=clip(title or f"{headline_name(d.node_id)}: {status}", MAX_HEADER)))
-    blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
+    blocks.append(HeaderBlock(text=clip(title, MAX_HEADER) if title else headed(headline_name(d.node_id),
+                                                                                 f": {status}")))
+    blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip_mrkdwn(t, 2000)) for t in summary_fields(d)]))
     blocks.append(section(f"*Recommended action*\n{esc(d.repair_action)}"))
     if tickets:
         heading = f"*Open {'ticket' if len(tickets) == 1 else 'tickets'}*"
@@ -310,7 +313,7 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
     if d.localization is not None:
         notes.append(f"localization confidence {d.localization.confidence:.0%}")
     if notes:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip_mrkdwn("; ".join(notes), MAX_TEXT))]))
     drafts = Drafts([]) if d.maintenance else draft_elements(d, analysis_id, shown)  # planned work: nothing to draft
     for n, chunk in enumerate(_chunks(drafts.elements, MAX_ACTIONS)):
         blocks.append(ActionsBlock(block_id=f"drafts:{n}", elements=list(chunk)))
@@ -379,7 +382,7 @@ def preview_blocks(*, draft_id: int, node_id: str, component: str, markdown: str
     """The ticket preview in the thread, with File and Discard: within `PREVIEW_CHARS` characters, the steps and
     facts a reviewer approves first (`preview`), and, when that is not all of it, what only the whole ticket holds
     and where it is (`snippet`, uploaded in the thread)."""
-    blocks: list[Block] = [HeaderBlock(text=clip(f"Ticket draft: {node_id} / {component}", MAX_HEADER))]
+    blocks: list[Block] = [HeaderBlock(text=headed(f"Ticket draft: {node_id}", f" / {component}"))]
     shown = preview(markdown)
     blocks.extend(sections(shown.text))
     notes = [f"Drafted by {esc(drafted_by)} for {mention(requester)}. A person reviews it before it is filed."]

@@ -66,17 +66,36 @@ def alt_text(text: str) -> str:
 
 
 def _cut(line: str, limit: int) -> int:
-    """Where to cut mrkdwn at most `limit` characters in, never inside an escape like `&amp;`."""
-    amp = line.rfind("&", limit - 5, limit)
-    return amp if amp != -1 and ";" not in line[amp:limit] else limit
+    """Where to cut mrkdwn at most `limit` characters in, never inside an escape like `&amp;`, a `<...>` token (a
+    mention, a user group's ping, a link) or a code span, whose halves Slack would show as broken text."""
+    cut = limit
+    amp = line.rfind("&", cut - 5, cut)
+    if amp != -1 and ";" not in line[amp:cut]:
+        cut = amp
+    token = line.rfind("<", 0, cut)
+    if token != -1 and ">" not in line[token:cut]:
+        cut = token
+    if line.count("`", 0, cut) % 2:
+        cut = line.rfind("`", 0, cut)
+    return cut
 
 
 def clip_mrkdwn(text: str, limit: int) -> str:
+    """mrkdwn within `limit` characters, cut where `_cut` allows, with an ellipsis."""
     return text if len(text) <= limit else text[: _cut(text, limit - 1)] + "…"
 
 
+def headed(name: str, rest: str, limit: int = MAX_HEADER) -> str:
+    """A header of a name and what follows it (`: fault detected`, ` / GPU 3 NVLink 2`) within `limit`: the name is
+    shortened, never what follows it, which says what the message is about."""
+    if len(name) + len(rest) <= limit:
+        return name + rest
+    room = limit - len(rest)
+    return clip(name, room) + rest if room >= 8 else clip(name + rest, limit)
+
+
 def section(text: str) -> SectionBlock:
-    return SectionBlock(text=MarkdownTextObject(text=clip(text, MAX_TEXT)))
+    return SectionBlock(text=MarkdownTextObject(text=clip_mrkdwn(text, MAX_TEXT)))
 
 
 def _pieces(line: str) -> list[str]:

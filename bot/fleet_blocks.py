@@ -20,7 +20,7 @@ from diagnostics import (
 from diagnostics import format as fmt
 
 from .blocks import finding_line
-from .fitting import MAX_BLOCKS, MAX_HEADER, MAX_TEXT, clip, fitted, section, sections
+from .fitting import MAX_BLOCKS, MAX_HEADER, MAX_TEXT, clip, clip_mrkdwn, fitted, section, sections
 from .mrkdwn import esc
 
 
@@ -72,7 +72,7 @@ def _verdict(result: SweepResult, node: str) -> str:
 
 def _not_all_clear(result: SweepResult) -> Block:
     why, reasons = result.not_all_clear()
-    return section(clip(f"*{NOT_ALL_CLEAR}* {esc(why)}\n" + "\n".join(f"• {esc(r)}" for r in reasons), MAX_TEXT))
+    return section(f"*{NOT_ALL_CLEAR}* {esc(why)}\n" + "\n".join(f"• {esc(r)}" for r in reasons))
 
 
 def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
@@ -106,7 +106,7 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     if held:
         count += f", {len(held)} in maintenance"
     notes = "".join(f"{esc(n)}; " for n in result.warnings[:3])
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip(
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip_mrkdwn(
         f"{window}{count}; {notes}`/fabric &lt;node&gt;` diagnoses one and offers the tickets", MAX_TEXT))]))
     return blocks
 
@@ -155,5 +155,5 @@ def _sweep(result: SweepResult, limit: int) -> list[Block]:
         notes.append("evaluated locally only (on offending nodes): " + esc(", ".join(result.not_pushed_down)))
     notes.extend(esc(w) for w in result.warnings[:3])
     notes.append("`/fabric &lt;node&gt;` diagnoses one and offers the tickets")
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip_mrkdwn("; ".join(notes), MAX_TEXT))]))
     return blocks

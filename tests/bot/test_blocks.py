@@ -147,6 +147,33 @@ def test_a_cut_never_splits_an_escape() -> None:
     assert parts[0].endswith("x") and parts[1].startswith("&amp;")
 
 
+def test_a_clip_never_splits_a_mention_a_link_or_a_code_span() -> None:
+    """A section, a field, a note or an alert's text cut at its limit showed broken text where the cut fell inside
+    `&lt;`, `<@U...>`, `<!subteam^...>` or a backtick span: each is cut before, whole."""
+    limit = fitting.MAX_TEXT
+    for token in ("&gt;", "<@U0123ABCD>", "<!subteam^S012AB|@gpu-oncall>", "`nvidia-smi nvlink -e`",
+                  "<https://example.org/runbook|runbook>"):
+        for at in range(1, len(token) + 2):
+            text = "x" * (limit - at) + token + " tail"
+            cut = fitting.clip_mrkdwn(text, limit)
+            assert len(cut) <= limit and cut.endswith("…")
+            kept = cut.removesuffix("…")[limit - at:]  # what is left of the token and after it
+            assert kept == "" or kept.startswith(token), (token, at, kept)
+            assert fitting.section(text).to_dict()["text"]["text"] == cut
+
+
+def test_a_header_shortens_a_long_node_name_never_its_status_or_part() -> None:
+    """Node names run to some 235 characters: the header `name: status` lost its status (`fault detected`) and a
+    draft's `Ticket draft: node / part` its part, the name filling Slack's 150."""
+    name = "hpc-gpu-node-119-" + "a" * 220
+    assert fitting.headed(name, ": fault detected").endswith(": fault detected")
+    assert len(fitting.headed(name, ": fault detected")) == fitting.MAX_HEADER
+    assert fitting.headed("node-1", ": fault detected") == "node-1: fault detected"
+    d = _diagnosis([_finding(0, 1)]).model_copy(update={"node_id": name})
+    header = next(b.to_dict() for b in blocks.diagnosis_blocks(d, 1) if b.type == "header")["text"]["text"]
+    assert header.endswith(": fault detected") and len(header) <= fitting.MAX_HEADER
+
+
 def test_text_from_outside_the_bot_is_escaped_and_links_come_only_from_the_bot() -> None:
     from bot.mrkdwn import esc, mention, to_mrkdwn
 
