@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import threading
 from typing import Any
 
@@ -26,8 +27,10 @@ from diagnostics.store import AlertmanagerBook, AlertMessage
 from . import blocks, fitting
 from .mrkdwn import esc
 from .posting import post_diagnosis
-from .replies import SLACK_FAILURES
+from .replies import CONTENT_CODES, SLACK_FAILURES, error_code, refusal
 from .services import Services
+
+log = logging.getLogger("fabricbot")
 
 PATH = "/alertmanager"
 UNKNOWN = "unknown node"  # the part of an alert's message whose node the store does not know
@@ -177,7 +180,10 @@ def route(enricher: Enricher, token: str | None) -> Route:
         except (ValueError, FabricbotError) as exc:
             return PlainTextResponse(f"not an Alertmanager webhook body: {exc}", status_code=400)
         except SLACK_FAILURES as exc:  # Alertmanager retries a 5xx: what was not posted is posted then
-            return PlainTextResponse(f"Slack refused the message: {exc}", status_code=502)
+            log.warning("fabricbot: Slack refused an Alertmanager notification's message: %s", refusal(exc))
+            if error_code(exc) in CONTENT_CODES:  # the message itself: refused again at every retry, so none is asked
+                return PlainTextResponse(f"Slack refused the message's content: {refusal(exc)}", status_code=422)
+            return PlainTextResponse(f"Slack refused the message: {refusal(exc)}", status_code=502)
         return JSONResponse(done)
 
     return Route(PATH, receive, methods=["POST"])

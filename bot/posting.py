@@ -21,7 +21,7 @@ from diagnostics.render import render_correlation, render_fleet
 
 from . import blocks, fitting, fleet_blocks
 from .mrkdwn import esc, mention
-from .replies import CONTENT_CODES, SLACK_FAILURES, error_code
+from .replies import CONTENT_CODES, SLACK_FAILURES, error_code, refusal
 from .services import Services
 from .workflow.cover import open_line
 
@@ -40,7 +40,7 @@ def send_fitted(send: Callable[..., SlackResponse], layouts: Iterator[list[Block
         if smaller is None:
             raise
         log.warning("fabricbot: Slack refused a message in %s (%s); trying its smaller layout",
-                    message.get("channel"), error_code(exc))
+                    message.get("channel"), refusal(exc))
         return send(blocks=smaller, **message)
 
 

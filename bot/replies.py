@@ -84,6 +84,17 @@ def failed_locally(exc: BaseException) -> str:
     return f"something failed on my side ({type(exc).__name__}: {exc}); tell whoever runs the bot"
 
 
+def refusal(exc: BaseException) -> str:
+    """Slack's error code with what its answer says of the cause: for `invalid_blocks` and the like, which block and
+    which limit (`response_metadata.messages`, `errors`), so a log names the limit hit, not the code alone."""
+    code = error_code(exc)
+    if not isinstance(exc, SlackApiError):
+        return code
+    said = [str(m) for m in (exc.response.get("response_metadata") or {}).get("messages", [])]
+    said += [str(e) for e in exc.response.get("errors") or []]
+    return f"{code} ({'; '.join(said)[:1000]})" if said else code
+
+
 def error_code(exc: BaseException) -> str:
     """Slack's error code, or a word for a failure that never reached an answer (`timeout`, `network_error`)."""
     if isinstance(exc, SlackApiError):
@@ -153,5 +164,5 @@ class Replier:
     def slack_failed(self, exc: BaseException, doing: str) -> None:
         """Tell the person what did not finish (`doing`: a picture under a summary already posted is not the
         summary) and why Slack refused it, and log it once."""
-        log.warning("fabricbot: Slack refused %s for %s in %s: %s", doing, self.user, self.channel, error_code(exc))
+        log.warning("fabricbot: Slack refused %s for %s in %s: %s", doing, self.user, self.channel, refusal(exc))
         self.tell(f"{doing[:1].upper()}{doing[1:]} did not finish. {explain(exc)}")

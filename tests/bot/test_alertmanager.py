@@ -176,6 +176,21 @@ def test_a_refused_post_or_update_is_a_502_and_alertmanagers_retry_completes_it(
     assert message.text.startswith(":white_check_mark: *Resolved*")
 
 
+def test_a_message_slack_refuses_for_its_content_is_a_422_naming_the_limit(local: LocalSlack,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """`invalid_blocks` answers every retry alike: a 502 had Alertmanager send it again and again. A 4xx it does not
+    retry, with Slack's own words for which block broke which limit, as the log gives them."""
+    assert local.app is not None
+    client = TestClient(Starlette(routes=[route(Enricher(local.app.services, local.app.client, ALERTS), TOKEN)]))
+    why = "[ERROR] must be less than 3001 characters [json-pointer:/blocks/1/text/text]"
+    local.slack.faults.fail("chat.postMessage", "invalid_blocks", times=4, response_metadata={"messages": [why]})
+    with caplog.at_level("WARNING", logger="fabricbot"):
+        answer = client.post(PATH, json=body(alert(Hostname="hpc-gpu-node-12", gpu="2")),
+                             headers={"authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 422 and "invalid_blocks" in answer.text and why in answer.text
+    assert why in caplog.text  # the log says what Slack said, for whoever runs the bot
+
+
 def test_a_node_named_by_its_fqdn_or_instance_is_the_node_the_store_knows() -> None:
     found, _ = node_alerts(body(alert(Hostname="hpc-gpu-node-14.cluster.local"), alert(instance="gpu-7.dc:9400"),
                                 alert(instance="10.0.0.5:9400"), alert(Hostname="gpu-9.a")))
