@@ -72,12 +72,12 @@ class KernelLogReader:
         return 0.0
 
     def opens(self, text: str) -> bool:
-        """A driver message (NVRM, an SXid, a PCIe AER report) after a log prefix this reader knows: no other tool
-        prints one (see `paste`)."""
+        """A driver message (NVRM, an SXid, a PCIe AER report) after a log prefix this reader knows, or an Xid or
+        SXid line quoted bare (as a ticket or an issue quotes them): no other tool prints one (see `paste`)."""
         if "NVRM:" not in text and "SXid" not in text and "AER:" not in text and "PCIe Bus Error" not in text:
             return False
         body = prefixed(text.strip())
-        return body is not None and bool(_OPENS.match(body))
+        return bool(_OPENS.match(body)) if body is not None else bool(_BARE_OPENS.match(text.strip()))
 
     def read(self, source: Source, *, node_id: str | None = None, until: datetime | None = None) -> IngestResult:
         """`until`: the time the log was taken by at the latest (None: now), the year of its yearless syslog dates
@@ -352,6 +352,7 @@ def _severity(stated: str) -> str:
 
 
 _OPENS = re.compile(r"NVRM: |nvidia-nvswitch\d*: SXid \(|" + _DEVICE + r"(?:AER: |PCIe Bus Error:)")
+_BARE_OPENS = re.compile(r"NVRM: Xid \(PCI:|nvidia-nvswitch\d*: SXid \(PCI:")  # the driver's alone prints these
 
 
 def _damaged_banner(out: Collector, number: int, text: str) -> None:

@@ -162,6 +162,19 @@ def test_a_kernel_log_pasted_right_after_an_nvlink_output_is_read_as_one(tmp_pat
     assert answers[0] == answers[1]
 
 
+def test_bare_xid_lines_pasted_right_after_an_nvlink_output_are_read_as_theirs(tmp_path: Path) -> None:
+    """Xid lines quoted without a log prefix (as issues and tickets quote them), pasted right after `nvidia-smi
+    nvlink -s` with no blank line: they were lines the nvlink reader did not know, and the GPU's fatal NVLink Xid
+    149 was lost (low, fault unknown); with a blank line between, it was read. No other tool prints `NVRM: Xid`."""
+    nvlink, kernel = _body("nvlink_s_a100_1.txt"), _body("kernel_xid14x_gpud_1.txt")
+    joined, apart = tmp_path / "joined.txt", tmp_path / "apart.txt"
+    joined.write_text("\n".join([*nvlink, *kernel]) + "\n")
+    apart.write_text("\n".join([*nvlink, "", *kernel]) + "\n")
+    result = read(joined)
+    assert result.rows == read(apart).rows and result.rows["events"] and result.rows["link_samples"]
+    assert not [w for w in result.warnings if "not read as" in w.message], result.warnings
+
+
 def test_outputs_pasted_one_after_another_split_where_a_line_opens_another_format() -> None:
     dcgm = _body("dcgm_metrics_a100_1.txt")
     kernel = _body("sxid_24007_xid_a100_1.txt")
