@@ -228,13 +228,24 @@ def _close(event: dict[str, Any], timestamp: pd.Timestamp | None) -> bool:
     return abs((pd.Timestamp(known) - pd.Timestamp(timestamp)).value) <= JOIN_NS
 
 
+def unreached_bus(lost: re.Match[str]) -> str:
+    """The bus of a GPU nvidia-smi could not reach (`NO_HANDLE`'s match), as every table writes a bus."""
+    return normalize_bus_id(lost["bus"]) or lost["bus"]
+
+
+def is_lost(lost: re.Match[str]) -> bool:
+    """Whether nvidia-smi could not reach the GPU because it is lost (NVML_ERROR_GPU_IS_LOST), not for another
+    reason."""
+    return "gpu is lost" in lost["reason"].lower()
+
+
 def unreachable(out: Collector, number: int, lost: re.Match[str], gpu: int | None) -> dict[str, Any] | None:
     """A GPU nvidia-smi could not reach (`NO_HANDLE`'s line `number`): lost, an off-the-bus event on its bus (NVML's
     "GPU is lost", NVML_ERROR_GPU_IS_LOST: fallen off the bus or otherwise inaccessible, read as the kernel's message
     is), its row returned; for another reason, said."""
-    bus = normalize_bus_id(lost["bus"]) or lost["bus"]
+    bus = unreached_bus(lost)
     reason = lost["reason"].rstrip(".")
-    if "gpu is lost" in reason.lower():
+    if is_lost(lost):
         return out.add("events", number, kind=EventKind.XID.value, code=OFF_BUS_CODE, gpu=gpu, pci_bus_id=bus,
                        text=f"nvidia-smi: {' '.join(lost.string.split())}")
     which = f"GPU {gpu} at {bus}" if gpu is not None else f"the GPU at {bus}"

@@ -33,7 +33,7 @@ from ..config.platforms import platform_data, platform_for_model
 from ..enums import LinkState
 from ..errors import ConfigError
 from .base import IngestResult, IngestWarning, Source
-from .kernel_gpu import NO_HANDLE
+from .kernel_gpu import NO_HANDLE, is_lost, unreached_bus
 from .kernel_gpu import unreachable as unreached
 from .nvlink_rows import LinkRows
 from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
@@ -126,6 +126,7 @@ class NvlinkReader:
         uuid_form = False  # a GPU header above closes its `(UUID: ...)`: one that does not is cut off
         unreachable = False  # a GPU nvidia-smi names as one it could not reach
         lost_rows: list[dict[str, Any]] = []  # its off-the-bus events, at the index its place in the output gives
+        unsaid: list[tuple[int, re.Match[str], dict[str, Any]]] = []  # one it could not reach for another reason
         last_gpu: int | None = None  # the index of the last GPU header
         first_header: Line | None = None
         alone: str | None = None  # an output no link reading is in: "capabilities" (`nvlink -c`), "throughput" (-gt)
@@ -134,7 +135,11 @@ class NvlinkReader:
                 continue
             if lost := NO_HANDLE.match(line.text):
                 unreachable = True
-                if row := unreached(out, line.number, lost, 0 if last_gpu is None else last_gpu + 1):
+                guess = 0 if last_gpu is None else last_gpu + 1
+                if not is_lost(lost):  # said once its index is placed, as a lost GPU's is
+                    unsaid.append((line.number, lost, {"node_id": out.node_id, "pci_bus_id": unreached_bus(lost),
+                                                       "gpu": guess}))
+                elif row := unreached(out, line.number, lost, guess):
                     lost_rows.append(row)
                 rows.close()
                 gpu = None
@@ -245,7 +250,9 @@ class NvlinkReader:
                 out.unread(line)
         _all_inactive(out, rows, all_down)
         _models_mixed(out, models)
-        _place_lost(lost_rows, seen_gpus)
+        _place_lost([*lost_rows, *(place for _, _, place in unsaid)], seen_gpus)
+        for number, lost, place in unsaid:
+            unreached(out, number, lost, place["gpu"])
         rows.finish()
         if first_header is not None and not out.rows.get("link_samples") and not out.rows.get("events") \
                 and not all_down and not remotes and not unreachable:

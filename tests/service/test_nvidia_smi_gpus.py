@@ -259,3 +259,17 @@ def test_a_lost_gpu_no_skipped_index_places_is_known_by_its_bus_not_another_gpus
                                                          if f.severity is Severity.DOWN)}, got.findings
         assert "0000:4e:00.0" in (got.isolated_component or "").lower() + " ".join(
             f.component.lower() for f in got.findings), (got.isolated_component, [f.component for f in got.findings])
+
+
+@pytest.mark.parametrize(("gpus", "named"), [([0, 1, 2, 4, 5, 6, 7], "GPU 3 at 0000:4e:00.0"),
+                                             (list(range(7)), "the GPU at 0000:4e:00.0")])
+def test_a_gpu_not_reached_for_another_reason_written_first_is_named_as_a_lost_one_is(gpus: list[int],
+                                                                                      named: str) -> None:
+    """Its warning named GPU 0, a GPU the output lists with its links, for the line written above every GPU."""
+    text = first(output(gpus, "2026-12-04T10:00:00Z")).replace("GPU is lost.  Reboot the system to recover this GPU",
+                                                              "Unknown Error")
+    said = READER.read(Source.from_text(text, name="other.txt"), node_id=NODE)
+    assert said["events"].empty
+    assert [w.message for w in said.warnings if "could not reach" in w.message] == [
+        f"nvidia-smi could not reach {named} (Unknown Error): it may have fallen off the bus; check the kernel log "
+        "for Xid 79 and `nvidia-smi -q`"]
