@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import InputError
 from ..values import limits
 from .base import HEAD_BYTES, IngestResult, Reader, Source, damaged_lines, input_text, not_utf8
-from .textlines import COMMAND_HINT, classify_line
+from .textlines import COMMAND_HINT, classify_line, stated_time
 from .wrapping import first_line_unindented
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
@@ -86,7 +86,8 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
         raise InputError(not_utf8(head), source=source.name)
     scored = _scores(source, available)
     unread = not scored or scored[0][0] <= 0
-    lost = first_line_unindented(head.decode("utf-8", "replace")) if unread or scored[0][1] in _FLAT else None
+    text = head.decode("utf-8", "replace")
+    lost = first_line_unindented(text) if unread or scored[0][1] in _FLAT or _apart(text) else None
     if lost is not None:  # the first line lost the indentation of the rest: read the rest without it
         source.rewrap(lost)
         again = _scores(source, available)
@@ -102,6 +103,14 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
             and available[_PASTE].sniff(whole) > scored[0][0]:
         return available[_PASTE]
     return available[scored[0][1]]
+
+
+def _apart(head: str) -> bool:
+    """Whether the input's first line is a `date` line or a command, which stand apart from the output under them:
+    flush left above an output pasted indented, they say nothing of its indentation (an `lspci -vvv` read with its
+    indentation kept has no device line)."""
+    first = next((line for line in head.splitlines() if line.strip()), "")
+    return stated_time(first) is not None or classify_line(0, first).kind == "command"
 
 
 def _past_head(source: Source) -> str | None:

@@ -258,3 +258,19 @@ def test_a_gpu_block_cut_before_its_link_lines_is_read_and_says_so_by_device() -
     assert "`sudo lspci -vvv`" in read_text(denied).warnings[0].message
     plain = "0000:19:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)\n"
     assert READER.sniff(plain) == 0.0  # `lspci` without -v lists devices only: no block, nothing said of a link
+
+
+@pytest.mark.parametrize("first", ["Wed May 13 11:00:00 UTC 2026", "$ sudo lspci -vvv"])
+def test_an_indented_listing_under_a_flush_left_date_or_prompt_is_read_as_the_listing(first: str) -> None:
+    """A `date` line or a prompt kept flush left above a listing pasted indented: read with the listing's indentation
+    kept, no line was a device's, and nothing was read ('lines 3-51 not read as lspci / AER output')."""
+    listing = "\n".join(line for line in (SAMPLES / "lspci_vvv_lane_h100.txt").read_text().splitlines()
+                        if not line.startswith("#"))
+    plain = read_text(f"{first}\n{listing}\n")
+    indented = read_text(first + "\n" + "\n".join(f"    {line}" if line else line for line in listing.splitlines())
+                         + "\n")
+    columns = ["pci_bus_id", "end", "lane", "rx_err", "bad_dllp", "replay_timeout", "width", "max_width"]
+    assert len(plain["link_samples"]) and \
+        indented["link_samples"][columns].astype(str).values.tolist() == \
+        plain["link_samples"][columns].astype(str).values.tolist()
+    assert not [w for w in indented.warnings if "not read as" in w.message], indented.warnings
