@@ -77,7 +77,7 @@ def _cut(line: str, limit: int) -> int:
         cut = token
     if line.count("`", 0, cut) % 2:
         cut = line.rfind("`", 0, cut)
-    return cut
+    return cut if cut > 0 else limit  # a token longer than the limit itself is cut: a line is always shortened
 
 
 def clip_mrkdwn(text: str, limit: int) -> str:

@@ -162,6 +162,16 @@ def test_a_clip_never_splits_a_mention_a_link_or_a_code_span() -> None:
             assert fitting.section(text).to_dict()["text"]["text"] == cut
 
 
+def test_a_token_longer_than_the_limit_is_still_cut_and_split() -> None:
+    """A code span or a link longer than a section opens at the line's start: the cut falls inside it, not at 0 (a
+    line split into pieces would never shorten)."""
+    for opener, closer in (("`", "`"), ("<https://example.org/", "|x>")):
+        line = opener + "y" * (2 * fitting.MAX_TEXT) + closer
+        assert len(fitting.clip_mrkdwn(line, fitting.MAX_TEXT)) == fitting.MAX_TEXT
+        parts = [b.to_dict()["text"]["text"] for b in fitting.sections(line)]
+        assert "".join(parts) == line and all(0 < len(p) <= fitting.MAX_TEXT for p in parts)
+
+
 def test_a_header_shortens_a_long_node_name_never_its_status_or_part() -> None:
     """Node names run to some 235 characters: the header `name: status` lost its status (`fault detected`) and a
     draft's `Ticket draft: node / part` its part, the name filling Slack's 150."""
