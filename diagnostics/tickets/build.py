@@ -66,14 +66,14 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     said = {wanted, *_as_its_rack_says(diagnosis, wanted)}
     link = _DRIVER_LINK.match(wanted)  # "GPU 3 NVLink 16", as the driver names it, without where it lands
     slug = _link_slug(diagnosis, int(link["gpu"]), int(link["link"])) if link else None
+    ids = (wanted, slug, _own_tray_slug(diagnosis, wanted))
     for c in found:
-        if c.id in (wanted, slug, _own_tray_slug(diagnosis, wanted)) or c.component.lower() in said:
+        if c.id in ids or c.component.lower() in said:
             return c, found
-    if any(f.component.lower() in said or f.ref.slug == wanted for f in diagnosis.findings
-           if f.severity is Severity.WARNING):  # a part that only warns, beside others that fail: drafted as asked
-        warned = candidates_for(diagnosis, graph, warnings=True)
+    if any(f.severity is Severity.WARNING for f in diagnosis.findings):  # a part that only warns, beside others that
+        warned = candidates_for(diagnosis, graph, warnings=True)  # fail: drafted as asked
         for c in warned:
-            if c.id == wanted or c.component.lower() in said:
+            if c.id in ids or c.component.lower() in said:
                 return c, warned
     trays = _in_any_tray(found, wanted)
     if len(trays) == 1:
