@@ -52,7 +52,7 @@ from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
 from .findings import finding_of, restart_notes, unrated_links
-from .fleet_metrics import PIECE_ROWS, counted_nodes, fleet_metrics, lanes_level, max_samples, read_once
+from .fleet_metrics import PIECE_ROWS, counted_nodes, end_levels, fleet_metrics, max_samples, read_once
 from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links, sxids_of_gone_gpus
 from .jobs import History, explain_jobs
 from .localize import localize_all
@@ -164,7 +164,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     policy = default_ends()
     ends = pcie_ends(links, t, since_ns, end_ns, policy)
     if ends and len(metrics):
-        metrics = lanes_level(metrics, ends)
+        metrics = end_levels(metrics, ends)
     if len(metrics):
         shares = traffic_notes(metrics, thresholds)
         flagged = candidates(metrics, thresholds) | view.stale

@@ -53,7 +53,7 @@ def fleet_metrics(links: pd.DataFrame, t: np.ndarray, keep: np.ndarray | None, *
     return metrics, sum(n for _, n, _ in done), sum(r for _, _, r in done)
 
 
-def lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, EndView]]) -> pd.DataFrame:
+def end_levels(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, EndView]]) -> pd.DataFrame:
     """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: two levels their rules judge, the
     lanes a dated status names (an earlier reading read it clear) and those only an undated one names; and the
     errors an end's receiver counted per hour, the busier end's (the rates read the GPU's own end alone, so errors

@@ -32,8 +32,8 @@ _PROMPT = re.compile(
 )
 # A command line pasted without its prompt (or after a root shell's bare `# `, or a page's `> `): only the tools whose
 # output fabricbot reads, and launchers.
-_TOOLS = (r"(?:sudo\s+)?(?:\S*/)?(?:nvidia-smi|dcgmi|lspci|dmesg|journalctl|mpirun|srun|torchrun|\w+_perf(?:_mpi)?)"
-          r"(?:\s|$)")
+_TOOL_NAMES = r"nvidia-smi|dcgmi|lspci|dmesg|journalctl|mpirun|srun|torchrun"
+_TOOLS = rf"(?:sudo\s+)?(?:\S*/)?(?:{_TOOL_NAMES}|\w+_perf(?:_mpi)?)(?:\s|$)"
 _BARE_COMMAND = re.compile(r"^\s*" + _TOOLS)
 # A prompt a shell theme decorates (`user@host:~ ➜ $ nvidia-smi -q`, `user@host ~ ❯ nvidia-smi`): taken as one only
 # before a command of the tools above, so a text line with an `@` in it stays text.
@@ -44,7 +44,7 @@ _THEMED_PROMPT = re.compile(
 _ROOT_PROMPT = re.compile(r"^\s*[#>]\s+(?=" + _TOOLS + ")")
 # What every command line or fence above holds somewhere (a prompt's `$` or `@`, a tool's name, a fence's marks): a
 # cheap look for one through a long text before its lines are classified one by one.
-COMMAND_HINT = re.compile(r"[$@]|```|~~~|nvidia-smi|dcgmi|lspci|dmesg|journalctl|mpirun|srun|torchrun|_perf")
+COMMAND_HINT = re.compile(rf"[$@]|```|~~~|{_TOOL_NAMES}|_perf")
 _ISO_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*$")
 # `date` as glibc's locales print it (their `date_fmt`, which coreutils' `date` prints, and `d_t_fmt`, which it
 # printed before): C and POSIX `Wed May 13 11:00:00 UTC 2026` (the GNU coreutils manual, date invocation), en_US
