@@ -227,6 +227,31 @@ def test_answers_arrive_with_the_collector_off_and_it_is_left_as_it_was(monkeypa
         gc.enable()
 
 
+def _many() -> list[list[int]]:
+    return [[i] for i in range(20_000)]
+
+
+def test_answers_join_the_oldest_generation_without_a_pass_over_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the collector is back on, its first young collection would walk every object the answers hold (a fleet's
+    answers: tens of milliseconds, freeing nothing): they are placed among the long-lived ones instead."""
+    monkeypatch.setattr(shards, "start_context", lambda: multiprocessing.get_context("fork"))
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        answers = in_processes(_many, [(), ()])
+        during = len(passes)
+    finally:
+        gc.callbacks.remove(seen)
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(a) in oldest for a in answers) and id(answers[0][-1]) in oldest
+    assert during == 0 and gc.isenabled() and gc.get_freeze_count() == 0
+
+
 def test_a_process_that_starts_workers_otherwise_keeps_its_collector_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     """The bot, whose other threads run on, starts its workers from a fork server: neither its collector nor what
     it holds is touched."""
