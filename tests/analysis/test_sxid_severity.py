@@ -4,13 +4,19 @@ and is said as ignorable, not dropped; a code the catalog keeps as worth watchin
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from diagnostics.analysis import analyze_tables
 from diagnostics.config.catalogs import load_sxid_catalog
 from diagnostics.enums import CodeSeverity, Priority
+from diagnostics.ingest import detect
+from diagnostics.ingest.base import Source
 from tests.analysis.helpers import T0, events, node_links
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _sxids(code: int, name: str) -> pd.DataFrame:
@@ -39,3 +45,34 @@ def test_an_sxid_the_catalog_keeps_as_worth_watching_still_warns() -> None:
     warned = [f for f in d.findings if any(c.counter == "sxid" for c in f.crossed)]
     assert [f.switch_port for f in warned] == [44, 45, 46]
     assert d.ticket_priority is Priority.MEDIUM
+
+
+def _driver_reports() -> pd.DataFrame:
+    return pd.read_csv(FIXTURES / "nvswitch_error_reports.csv", comment="#", dtype=str, keep_default_na=False)
+
+
+def test_a_code_the_catalog_calls_fatal_is_one_the_driver_can_report_fatal() -> None:
+    """The kernel line's Fatal or Non-fatal is the driver's report (fixtures/nvswitch_error_reports.csv, from its
+    interrupt handlers): a code it only ever reports non-fatal is not fatal here, so a line cut before its severity
+    is not judged graver than the whole line would be."""
+    reports = _driver_reports()
+    kinds = {int(r.code): {k for k in f"{r.lr10}/{r.ls10}".split("/") if k} for r in reports.itertuples()}
+    fatal = [c for c, e in load_sxid_catalog().entries.items() if e.severity is CodeSeverity.FATAL and c in kinds]
+    assert fatal and {12028, 19084} <= set(kinds)
+    assert [c for c in fatal if not kinds[c] & {"fatal", "contained"}] == []
+
+
+def test_an_sxid_cut_before_its_severity_is_judged_as_the_driver_reports_its_code() -> None:
+    """SXid 12028 as a line cut to its Data words (a real quote) and as its whole line, which says Non-fatal: one
+    verdict, and neither drains and restarts the node as a fatal SXid does."""
+    cut = (FIXTURES / "real" / "kernel_sxid12028_data_line_gpud_1.txt").read_text(encoding="utf-8")
+    whole = cut.splitlines()[1].split(", Data {")[0] + ", Non-fatal, Link 32 egress non-posted PRIV error (First)\n"
+    answers = []
+    for text in (cut, whole):
+        tables = detect.read(Source.from_text(text, name="dmesg.txt"), node_id="n1").tables
+        d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+        crossed = [c for f in d.findings for c in f.crossed if c.counter.startswith("sxid")]
+        answers.append((d.ticket_priority, d.fault_detected, [c.rule for c in crossed],
+                        "restart the node" in d.repair_action))
+    assert answers[0] == answers[1]
+    assert answers[0][0] is Priority.MEDIUM and answers[0][2] == ["sxid"] and not answers[0][3]
