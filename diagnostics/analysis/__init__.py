@@ -7,7 +7,7 @@ windows and asks it.
 
 from ..tables import job_nodes
 from .alerting import Decision, FailingPart, Pass, Step, Storm, decide, failing_parts, find_storm
-from .applications import events_said
+from .applications import events_said, gpu_faults_said
 from .correlate import JobExplanation, LinkScore
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
@@ -45,6 +45,7 @@ __all__ = [
     "explain_job",
     "failing_parts",
     "find_storm",
+    "gpu_faults_said",
     "history_needed",
     "job_nodes",
     "jobs_on",

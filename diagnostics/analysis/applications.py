@@ -24,12 +24,19 @@ from ..times import ns
 from .events import decode_rows, indexed, judged_xids, units
 
 _SAID = ("Xid ", "SXid ")  # every note here starts by naming its code: how a ticket finds them among the warnings
+_GPU_FAULT = ": an error of the GPU itself, not of its links"  # how a note of a GPU's own fault goes on
 
 
 def events_said(warnings: list[str]) -> list[str]:
     """The notes of this module among a diagnosis's warnings: each Xid or SXid read and not judged, as the analysis
     said it, for a ticket (or a ticket's refusal) to say alike."""
     return [w for w in warnings if w.startswith(_SAID)]
+
+
+def gpu_faults_said(warnings: list[str]) -> list[str]:
+    """Of those notes, the GPU's own faults (a GSP timeout, an uncontained memory error) with the catalog's action for
+    them: no link is judged on them, yet a GPU may need a reset, which a fleet's view says beside its offenders."""
+    return [w for w in events_said(warnings) if _GPU_FAULT in w]
 
 
 _PROCESS = re.compile(r"pid=(?P<pid>\d+),\s*name=(?P<name>[^,\s]+)")
@@ -57,8 +64,8 @@ def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
                 "device plugin does not mark a GPU unhealthy for these codes): debug the job, not the fabric")
         if gpu:
             actions = "; ".join(f"Xid {c}: {_action(catalog, c)}" for c, _, _ in gpu)
-            out.setdefault(node, []).append(f"{_parts(gpu)}: an error of the GPU itself, not of its links, so no "
-                                            f"link is judged on it; NVIDIA's Xid catalog: {actions}")
+            out.setdefault(node, []).append(f"{_parts(gpu)}{_GPU_FAULT}, so no link is judged on it; NVIDIA's Xid "
+                                            f"catalog: {actions}")
     for node, notes in _ignored_sxids(events, start_ns, end_ns).items():
         out.setdefault(node, []).extend(notes)
     if thresholds is not None:

@@ -17,7 +17,9 @@ from ..analysis import (
     Watch,
     check_repair,
     decide,
+    events_said,
     failing_parts,
+    gpu_faults_said,
     history_needed,
     uuids,
     watch_list,
@@ -126,6 +128,7 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
     result.timings.analyze_s = engine
     _say_held(result, {n: d.maintenance for n, d in result.diagnoses.items() if d.maintenance})
+    _say_gpu_faults(result, answered.diagnoses)
     _say_unjudged(result, answered, source, request)
     _say_ahead(result, answered)
     result.stopped_reporting(sorted(n for n in answered.stopped if n not in result.silent), request.length)
@@ -243,6 +246,19 @@ def _planned_on(source: Source, result: SweepResult, length: timedelta) -> dict[
     return notes
 
 
+def _say_gpu_faults(result: SweepResult, diagnoses: Mapping[str, Diagnosis]) -> None:
+    """The GPUs' own faults the window's Xids show (a GSP timeout, an uncontained memory error), each node's as its
+    answer says it with NVIDIA's action: no link is judged on them, so no offender lists them, yet the GPU may need a
+    reset (the first ten nodes, then how many more)."""
+    said = {n: notes for n, d in sorted(diagnoses.items()) if (notes := gpu_faults_said(d.warnings))}
+    for node, notes in list(said.items())[:10]:
+        result.warnings.extend(f"{node}: {note}" for note in notes)
+    if len(said) > 10:
+        result.warnings.append(f"{fmt.count(len(said) - 10, 'more node')} with a GPU fault of its own in the window "
+                               f"(their answers say which): {', '.join(list(said)[10:20])}"
+                               + (" ..." if len(said) > 20 else ""))
+
+
 def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request: Request) -> None:
     """Nodes whose links were not judged: one reading (totals only), or none in the span the rules need."""
     reporting = answered.reporting
@@ -257,9 +273,10 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
                 f"{n} ({unreadable[n]})" for n in sorted(nodes)[:3]) + (" ..." if len(nodes) > 3 else ""))
     ran = _ran(answered)
     held = source.nodes()
+    spoke = {n for n, d in answered.diagnoses.items() if events_said(d.warnings)}  # Xids read, none a link's fault
     quiet = [n for n in sorted(set(held) - reporting)
              if n not in result.diagnoses and n not in unreadable and n not in ran  # events or a run only: not silent
-             and n not in answered.ahead]  # past the fleet's end: said as such (`_say_ahead`)
+             and n not in spoke and n not in answered.ahead]  # past the fleet's end: said as such (`_say_ahead`)
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
                   and (d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION)
                        or (n in ran and n not in reporting and d.health_unknown())))

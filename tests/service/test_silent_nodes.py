@@ -125,3 +125,21 @@ def test_a_node_whose_every_gpu_fell_off_the_bus_went_quiet_for_that_not_unexpla
     assert {o.rule for o in result.offenders if o.node_id == "node-2"} == {"xid_off_bus"}
     answer = diagnose(source, Request(node="node-2", thresholds=load_thresholds()))
     assert not answer.incomplete and answer.diagnosis.fault_detected
+
+
+def test_a_node_whose_window_holds_only_a_gpus_own_fault_is_not_silent_and_its_fault_is_said(tmp_path: Path) -> None:
+    """A kernel log of GSP timeouts alone (Xid 119, gpud's test copy of a Dell XE9680's dmesg): no link reading, so
+    no link is judged, but the node spoke: the sweep says it is not judged (not that it has no reading) and says its
+    GPU's fault with NVIDIA's action, in the words the node's own answer uses."""
+    store = tmp_path / "store"
+    log = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "kernel_xid119_gsp_xe9680_gpud_1.txt"
+    assert open_store(store).ingest([log], node_id="n1").files[0].status == "ingested"
+    source = StoreSource(store)
+    end = pd.Timestamp("2025-02-23 16:31", tz="UTC").to_pydatetime()
+    result = sweep(source, Request(end=end))
+    answer = diagnose(source, Request(node="n1", end=end)).diagnosis
+    note = next(w for w in answer.warnings if w.startswith("Xid 119"))
+    assert "RESET_GPU" in note and "0000:9b:00.0" in note
+    assert result.silent == [] and result.unjudged == ["n1"] and not result.complete
+    assert f"n1: {note}" in result.warnings
+    assert not any("no reading in the" in r for r in result.incomplete_reasons)
