@@ -39,14 +39,15 @@ def _signature(graph: NodeGraph) -> tuple[dict[tuple[int, int], int], dict[int, 
 def _short(facts: Facts, graph: NodeGraph, spread: dict[int, tuple[int, ...]]) -> dict[int, int]:
     """On a switched template, the described GPUs short of their NVLinks (GPU -> the most `topo -m` shows it with),
     when fewer than half are: a pair through the switches shows the fewer of its GPUs' links, so one GPU with a link
-    down lowers all its pairs, and two such GPUs would leave no template fitting the board they are faults of."""
+    down lowers all its pairs, and two such GPUs would leave no template fitting the board they are faults of. A GPU
+    with none up (NODE or SYS to every peer) is the shortest of all."""
     if not any(spread.values()):
         return {}
     most: dict[int, int] = {}
     for (a, b), seen in facts.pair_nvlinks().items():
         for g in (a, b):
             most[g] = max(most.get(g, 0), seen)
-    short = {g: n for g, n in most.items() if g in spread and 0 < n < sum(spread[g])}
+    short = {g: n for g, n in most.items() if g in spread and n < sum(spread[g])}
     return short if 2 * len(short) < len(most) else {}
 
 

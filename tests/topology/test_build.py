@@ -7,8 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from diagnostics.analysis import analyze_tables
 from diagnostics.enums import PortSource
 from diagnostics.errors import InputError
+from diagnostics.ingest import detect
+from diagnostics.ingest.base import Source
 from diagnostics.tables import TOPOLOGY
 from diagnostics.topology import generic_graph, graph_from_topology, load_inventory, platform_graph
 from diagnostics.topology.observed import with_observed_ports
@@ -73,6 +76,20 @@ def test_a_board_with_two_gpus_short_of_a_link_still_fits_its_platform() -> None
     assert graph_from_topology(cut).platform == "dgx-a100-8gpu"
     assert graph_from_topology(short_gpus(8, 18, dict.fromkeys(range(8), 13))).platform is None
     assert graph_from_topology(short_gpus(8, 18, dict.fromkeys(range(4), 17))).platform is None
+
+
+def test_a_gpu_with_no_nvlink_among_switched_peers_is_found_with_or_without_the_platform() -> None:
+    """A real B200 node's `topo -m` whose GPU 2 shows NODE or SYS to every peer (vLLM issue 16336): its seven pairs
+    read no NVLink because GPU 2 has none, so the board still fits an 18-link switched template. Its whole matrix
+    found no template (only a paste cut to two rows did) and answered low, the GPU never named."""
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "topo_m_b200_gpu2_no_nvlink_vllm_1.txt"
+    tables = detect.read(Source.from_path(path), node_id="n1").tables
+    graph = graph_from_topology(tables["topology"])
+    assert graph.platform in {"hgx-h100-8gpu", "hgx-h200-8gpu", "hgx-b200-8gpu"}
+    assert [w.split(":")[0] for w in graph.warnings if "0 NVLinks where" in w] == ["GPU 2"]
+    answers = [analyze_tables(tables, node_id="n1", platform=platform) for platform in (None, "hgx-b200-8gpu")]
+    assert [(d.ticket_priority.value, d.fault_detected, d.isolated_component) for d in answers] == \
+        [("high", True, "GPU 2 NVLinks")] * 2
 
 
 def test_platform_hint_wins() -> None:
