@@ -25,7 +25,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from .textlines import MONTHS, Collector, parse_time, printed_date
+from .textlines import MONTH_WORD, Collector, month_number, parse_time, printed_date
 from .zones import PRINTED, in_utc
 
 _HOST = r"(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[])"
@@ -69,7 +69,8 @@ _SPAN = re.compile(r"^(?:(?P<host>[^\s:\[\]]+):\s+)?-- (?:Logs begin at|Journal 
                    r"(?:, ends? at (?P<end>.+?))?\.? --\s*$")
 _DISPLAY = re.compile(r"^(?:[A-Z][a-z]{2} )?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d+)? "
                       rf"(?P<zone>{PRINTED})$")
-_SYSLOG_DATE = re.compile(r"^(?P<month>[A-Za-z]{3})\s+(?P<day>\d{1,2})\s+(?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d+)?)$")
+_SYSLOG_DATE = re.compile(rf"^(?P<month>{MONTH_WORD})\s+(?P<day>\d{{1,2}})\s+"
+                          r"(?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d+)?)$")
 _FANNED = re.compile(r"^\s*(?P<host>[^\s:\[\]]+):\s+(?=\S)")  # pdsh's `host: ` before a line
 _SLACK = pd.Timedelta(days=1)  # an entry a little outside the span (a clock set back) still takes its year
 
@@ -138,12 +139,12 @@ class JournalSpan:
     def date(self, text: str, out: Collector, number: int) -> pd.Timestamp | None:
         """A yearless syslog date (`Mar 12 10:00:01`) under this header, in UTC; None (said) where none fits."""
         found = _SYSLOG_DATE.match(text)
-        month = found["month"].lower() if found else ""
+        month = month_number(found["month"]) if found else None
         top = self.end if self.end is not None else self.begin + pd.DateOffset(years=1)
         fits: list[pd.Timestamp] = []
-        if found and month in MONTHS:
+        if found and month is not None:
             for year in range(self.begin.year - 1, top.year + 2):
-                at = parse_time(f"{year:04d}-{MONTHS.index(month) + 1:02d}-{int(found['day']):02d} {found['clock']}")
+                at = parse_time(f"{year:04d}-{month:02d}-{int(found['day']):02d} {found['clock']}")
                 if at is not None and self.begin - _SLACK <= at <= top + _SLACK:
                     fits.append(at)
         if not fits:

@@ -18,13 +18,13 @@ import pandas as pd
 
 from .journal import PREFIXES as JOURNAL
 from .journal import JournalSpan, journal_prefix
-from .textlines import Collector, parse_time
+from .textlines import MONTH_WORD, Collector, month_number, parse_time
 
 # journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
 # a host name in any script (`nœud-07`, `узел-3`, decomposed accents): whatever the prefix holds before `kernel:`
 _HOST = r"(?:(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[]))?"
 _ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+" + _HOST)
-_SYSLOG = re.compile(r"^(?P<date>\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?)\s+" + _HOST)
+_SYSLOG = re.compile(r"^(?P<date>(?P<month>" + MONTH_WORD + r")\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?)\s+" + _HOST)
 _DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
 _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
@@ -64,7 +64,7 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
     elif journal := journal_prefix(body, out, number):  # journalctl -o short-full, -o short-unix
         (match, ts), host = journal, journal[0]["host"]
         body = body[match.end():]
-    elif match := _SYSLOG.match(body):
+    elif (match := _SYSLOG.match(body)) and month_number(match["month"]) is not None:
         host, body = match["host"], body[match.end():]
         if (span := spans.get(None)) is not None:
             ts = span.date(match["date"], out, number)

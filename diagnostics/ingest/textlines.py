@@ -58,7 +58,30 @@ _DATE_TIME = re.compile(
     r"(?:\s+(?P<year>\d{4}))?,?\s+(?P<clock>\d{1,2}:\d{2}:\d{2})(?:\s*(?P<half>[AaPp][Mm]))?"
     rf"(?:\s+(?P<zone>{PRINTED}))?(?:\s+(?P<year2>\d{{4}}))?\s*$"
 )
-MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# a month as `date`, syslog and journalctl print it (`%b`, `%B`) in any case: English, whole or cut, and where Latin-
+# script locales' own differ (sv, da, nb: maj, okt; de: mär, mai, okt, dez; nl: mrt, mei, okt; fr: févr, mars, mai,
+# juin, juil, août, déc; journalctl under sv_SE prints `april 19 09:27:03`, under zh_CN `11月 15 14:15:47`)
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                "november", "december")
+_OTHER_MONTHS = {"januari": 1, "févr": 2, "fév": 2, "februari": 2, "mär": 3, "märz": 3, "mrz": 3, "mrt": 3,
+                 "maart": 3, "mars": 3, "maj": 5, "mai": 5, "mei": 5, "juni": 6, "juin": 6, "juli": 7, "juil": 7,
+                 "augusti": 8, "augustus": 8, "août": 8, "okt": 10, "oktober": 10, "dez": 12, "dezember": 12,
+                 "déc": 12}
+MONTH_WORD = r"(?:[^\W\d_]{3,9}\.?|\d{1,2}[月월])"  # a word a month may be (zh, ja `11月`, ko `11월`): `month_number`
+
+
+def month_number(word: str) -> int | None:
+    """The month (1-12) a printed month word names (`Apr`, `april`, `Sept.`, `okt`, `11月`); None for any other."""
+    word = word.lower().rstrip(".")
+    if word[:-1].isdigit() and word[-1] in "月월":
+        return int(word[:-1]) if 1 <= int(word[:-1]) <= 12 else None
+    if word in _OTHER_MONTHS:
+        return _OTHER_MONTHS[word]
+    if len(word) >= 3:
+        for number, name in enumerate(_MONTH_NAMES, 1):
+            if name.startswith(word):
+                return number
+    return None
 # what a line that looks like a date and time alone is made of (`looks_dated`): a clock, numbers, short words in any
 # script (another locale's names: `Mi 13. Mai 11:00:00 CEST 2026`), an offset; or ISO 8601's date and a time
 _DATE_WORD = re.compile(r"(?P<clock>\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)|(?P<year>(?:19|20)\d{2})[.,]?|\d{1,2}[.,]?"
@@ -227,15 +250,15 @@ def printed_date(text: str) -> tuple[pd.Timestamp, str | None] | None:
     date = _DATE_TIME.match(text)
     if not date or (date["year"] is None) == (date["year2"] is None):
         return None
-    month, clock, half = (date["month"] or date["month2"]).lower(), date["clock"], date["half"]
-    if month not in MONTHS:
+    month, clock, half = month_number(date["month"] or date["month2"]), date["clock"], date["half"]
+    if month is None:
         return None
     hour, rest = clock.split(":", 1)
     if half:  # 12 AM is midnight, 12 PM noon
         if not 1 <= int(hour) <= 12:
             return None
         clock = f"{int(hour) % 12 + (12 if half.lower() == 'pm' else 0):02d}:{rest}"
-    found = parse_time(f"{date['year'] or date['year2']}-{MONTHS.index(month) + 1:02d}-"
+    found = parse_time(f"{date['year'] or date['year2']}-{month:02d}-"
                        f"{int(date['day'] or date['day2']):02d} {clock}")
     return None if found is None else (found, date["zone"])
 

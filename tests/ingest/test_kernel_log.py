@@ -290,3 +290,20 @@ def test_a_dshbak_block_of_a_range_is_each_hosts_log() -> None:
             "name=python, GPU has fallen off the bus.\n")
     events = read_text(text)["events"]
     assert sorted(zip(events["node_id"], events["code"], strict=True)) == [("node01", 79), ("node02", 79)]
+
+
+@pytest.mark.parametrize(("word", "month"), [("Apr", 4), ("april", 4), ("jun", 6), ("Sept.", 9), ("okt", 10),
+                                             ("maj", 5), ("Dez", 12), ("11月", 11), ("Bad", None), ("Foo", None)])
+def test_a_syslog_date_reads_its_month_in_any_case_and_in_other_locales_words(word: str, month: int | None) -> None:
+    """journalctl prints the month as the locale has it: `jun 09 19:26:17 archlinux kernel:` (a desktop's log,
+    NVIDIA/open-gpu-kernel-modules#876), `april 19 ...` (Swedish), `11月 15 ...` (zh_CN, NVIDIA/gpu-operator#610).
+    Read as a word no locale's month is, the line kept no time and its Xid 79 was judged as new."""
+    text = (f"-- Journal begins at Sat 2025-01-04 10:00:00 UTC, ends at Sat 2025-12-20 10:00:00 UTC. --\n"
+            f"{word} 19 09:27:03 desk kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=71039, name=Media, GPU has fallen "
+            "off the bus.\n")
+    result = READER.read(Source.from_text(text, name="journal"), node_id="desk")
+    stamp = result["events"]["timestamp"].iloc[0]
+    if month is None:
+        assert pd.isna(stamp) and any("log prefix none of the forms" in w.message for w in result.warnings)
+    else:
+        assert f"{stamp:%Y-%m-%d %H:%M:%S}" == f"2025-{month:02d}-19 09:27:03"
