@@ -83,7 +83,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 _unmade(folder, made_folder)
         else:
             report = IngestReport.of(read_sources(args.files, fmt=args.format, node_id=args.node, at=at,
-                                                  progress=progress))
+                                                  progress=progress, refuse_unread=True))
     if args.json:
         json.dump(report.as_dict(), sys.stdout, indent=2, default=str)
         print()

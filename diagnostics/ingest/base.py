@@ -41,6 +41,7 @@ class IngestWarning:
     line: int | None
     message: str
     cut: bool = False  # the input stops short here: what a whole one holds after it is not in it
+    unread: bool = False  # lines the reader could not read as its format (not lines it skips as none of its own)
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file

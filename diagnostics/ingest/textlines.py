@@ -389,6 +389,7 @@ class Collector:
                 self.source.name,
                 first.number,
                 f"{span} not read as {self.fmt} output (starts {first.text.strip()[:60]!r})",
+                unread=True,
             )
         )
         self._unread.clear()

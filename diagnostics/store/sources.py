@@ -170,7 +170,8 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, when: datetime 
 def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = None, node_id: str | None = None,
                  at: At = None, seen: set[str] | None = None, asked: str | None = None,
                  xid_last: dict[tuple[Any, ...], float] | None = None,
-                 progress: Progress | None = None, until: datetime | None = None) -> list[FileOutcome]:
+                 progress: Progress | None = None, until: datetime | None = None,
+                 refuse_unread: bool = False) -> list[FileOutcome]:
     """Read each source (folders expanded) with its reader; a source whose key (`file_hash`) is in `seen`, or whose
     bytes are when the command gives them no node or time, is a duplicate.
 
@@ -181,6 +182,11 @@ def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = No
     `until`: the time the inputs were taken by at the latest where `at` gives none (the end `analyze FILE` asks
     about): a log's yearless syslog dates lie in the latest year that keeps them no later, as under ingest's `--at`,
     so that the file and the store it was ingested into date them alike.
+
+    `refuse_unread` (an ingest): a file that gives nothing to keep and holds lines of its format its reader could not
+    read (an excerpt without the lines that name its device) is refused with the reader's first warnings, as
+    `analyze FILE` refuses it, rather than kept as nothing; a file of lines that are none of its format's (a clean
+    kernel log) is still read as holding nothing.
     """
     if fmt is not None and fmt != "inventory" and fmt not in readers():  # said once, before any file is read
         names = ", ".join(sorted([*readers(), "inventory"]))
@@ -188,7 +194,7 @@ def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = No
     xid_last = {} if xid_last is None else xid_last
     outcomes: list[FileOutcome] = []
     for item in expand(sources):
-        outcomes.append(_read_item(item, fmt, node_id, at, seen, xid_last, asked, until))
+        outcomes.append(_read_item(item, fmt, node_id, at, seen, xid_last, asked, until, refuse_unread))
         advance(progress)
     return outcomes
 
@@ -202,7 +208,7 @@ def _refusal(exc: FabricbotError) -> str:
 
 def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, at: At, seen: set[str] | None,
                xid_last: dict[tuple[Any, ...], float], asked: str | None = None,
-               until: datetime | None = None) -> FileOutcome:
+               until: datetime | None = None, refuse_unread: bool = False) -> FileOutcome:
     src = item if isinstance(item, Source) else Source.from_path(item)
     try:
         when = _when(src, at)
@@ -217,6 +223,10 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
         return FileOutcome(src.name, None, "error", error="a folder that cannot be listed")
     except FabricbotError as exc:
         return FileOutcome(src.name, None, "error", error=_refusal(exc))
+    if refuse_unread and result is not None and result.empty and not (nodes is not None and len(nodes)) \
+            and any(w.unread for w in result.warnings):  # nothing to keep, and lines of its format not read
+        return FileOutcome(src.name, None, "error", error="no telemetry read: " + "; ".join(
+            str(InputError(w.message, line=w.line)) for w in result.warnings[:3]))
     if seen is not None:
         seen.update((sha, content))
     if result is not None:

@@ -111,7 +111,7 @@ class TelemetryStore:
         thresholds = load_thresholds()
         busy = Bars.of(thresholds)
         outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last,
-                                progress=progress)
+                                progress=progress, refuse_unread=True)
         # inventories first, wherever their names sort: an NMX-T scrape's trays are placed on the hosts they name
         for outcome in sorted(outcomes, key=lambda o: o.result is not None):
             if outcome.status == "read":

@@ -379,3 +379,26 @@ def test_ingest_node_over_a_scrape_of_two_hosts_is_refused_by_name(tmp_path: Pat
     one.write_text("".join(line + "\n" for line in scrape.read_text().splitlines() if 'Hostname="node-18"' not in line))
     assert cli("ingest", str(one), "--node", "gpu-17", "--store", str(tmp_path / "renamed"))[0] == 0
     assert open_store(tmp_path / "renamed", create=False).nodes() == ["gpu-17"]
+
+
+def test_a_file_whose_lines_of_its_format_are_not_read_is_refused_as_analyze_refuses_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two lines of `lspci -vv` without the device line above them (as janhq/jan#183 quotes a 4090's riser): no
+    device to put them on. `analyze FILE` refuses it (exit 2); `ingest` said it stored nothing and exited 0, so a
+    script from cron saw success. A clean kernel log (no line of the reader's) still holds nothing, as it should."""
+    excerpt = tmp_path / "lnk.txt"
+    excerpt.write_text("    LnkCap: Port #0, Speed 16GT/s, Width x16, ASPM L1, Exit Latency L1 <16us\n"
+                       "    LnkSta: Speed 2.5GT/s (downgraded), Width x16 (ok)\n")
+    assert main(["analyze", str(excerpt), "--node", "n1"]) == 2
+    analyzed = capsys.readouterr().err
+    store = tmp_path / "store"
+    assert main(["ingest", str(excerpt), "--store", str(store), "--node", "n1"]) == 1
+    out, err = capsys.readouterr()
+    assert f"{excerpt}: refused (no telemetry read: line 2: this line not read as lspci" in out
+    assert "nothing could be read" in err and f"{excerpt}:2: this line not read" in analyzed and not store.exists()
+    clean = tmp_path / "dmesg.txt"
+    clean.write_text("[    1.234567] nvidia: loading out-of-tree module taints kernel.\n")
+    assert main(["ingest", str(clean), str(excerpt), "--store", str(store), "--node", "n1", "--json"]) == 3
+    report = json.loads(capsys.readouterr().out)
+    assert report["refused"] == [str(excerpt)]
+    assert [f["status"] for f in report["files"]] == ["ingested", "error"]
