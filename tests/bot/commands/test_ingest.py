@@ -397,7 +397,8 @@ def test_a_file_whose_lines_of_its_format_are_not_read_is_refused_as_analyze_ref
     assert f"{excerpt}: refused (no telemetry read: line 2: this line not read as lspci" in out
     assert "nothing could be read" in err and f"{excerpt}:2: this line not read" in analyzed and not store.exists()
     clean = tmp_path / "dmesg.txt"
-    clean.write_text("[    1.234567] nvidia: loading out-of-tree module taints kernel.\n")
+    clean.write_text("[    1.234567] nvidia: loading out-of-tree module taints kernel.\n"
+                     "[   12.000000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15\n")
     assert main(["ingest", str(clean), str(excerpt), "--store", str(store), "--node", "n1", "--json"]) == 3
     report = json.loads(capsys.readouterr().out)
     assert report["refused"] == [str(excerpt)]
