@@ -77,10 +77,15 @@ def on_rack(diagnosis: Diagnosis) -> bool:
 
 
 def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: int) -> Candidate:
+    """A link (or a part one finding names) as a candidate; in a rack, with its compute tray and the host that
+    drains and resets it, so its plan names that host, as a GPU's does."""
     port = port_for(f, d, graph)
     evidence = [c.message for c in f.crossed] + list(f.evidence)
+    tray = f.ref.tray
+    host = d.rack.host_of(tray) if d.rack is not None and tray else None
     return Candidate(
-        ref=f.ref, kind=f.ref.kind, fault=finding_fault(f), component=f.component, gpu=f.gpu,
+        ref=f.ref, kind=f.ref.kind, fault=finding_fault(f), component=f.component, gpu=f.gpu, tray=tray,
+        hosts=[host] if host else [],
         peer=f.peer if f.peer != "unknown" else port.peer, link=f.link, link_id=f.link_id, link_type=f.link_type,
         lanes=list(f.lanes), end=f.end, switch=port.switch, switch_port=port.switch_port, port_source=port.source,
         find_with=port.find_with, fru=port.fru, fatal=xid_fatal(f), findings=[f.component], score=round(1.0 / total, 3),

@@ -96,6 +96,29 @@ def test_a_rack_gpu_ticket_drains_and_resets_its_own_tray_from_every_door(
         assert f"rack-01-c{other:02d}" not in drain + reset
 
 
+def test_a_rack_link_ticket_drains_and_resets_its_own_tray_from_every_door(
+        store: Path, fault: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """One failing link of the rack, drafted from the rack's menu or its tray's host: its drain and its GPU reset
+    name that tray's host. They said 'the compute trays whose links fail' and 'the compute tray', no host named,
+    though a GPU reset without its own host drained first is the step a drain guards."""
+    answer = diagnose(StoreSource(store), Request(rack="rack-01"))
+    links = [c for c in candidates_for(answer.diagnosis, answer.graph) if c.kind is ComponentKind.NVLINK]
+    assert links
+    place = answer.diagnosis.rack
+    assert place is not None
+    for c in links:
+        assert c.tray is not None and c.hosts == [place.host_of(c.tray)]
+    link = links[0]
+    host = link.hosts[0]
+    texts = {_ticket(capsys, store, node, "--link", link.component, "--json")[1] for node in ("rack-01", host)}
+    assert len(texts) == 1
+    ticket = json.loads(texts.pop())
+    drain = ticket["isolation_steps"][0]["text"]
+    assert f"nodename={host} " in drain and "whose links fail" not in drain
+    reset = next(s["text"] for s in ticket["repair_steps"] if "nvidia-smi -r" in (s.get("command") or ""))
+    assert f"({host})" in reset
+
+
 def test_a_switch_tray_is_one_ticket_from_the_rack_its_host_and_each_tray_it_fails(
         store: Path, fault: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     trays = sorted({link[0] for link in fault["links"]})
