@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config.repair_catalog import load_catalog
 from ..config.repair_text import known
-from ..config.thresholds import GPU_LOST_RULES, XID_NVLINK_RULE
+from ..config.thresholds import GPU_LOST_RULES, SXID_FATAL_RULE, XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
 from ..model import ComponentFacts, Finding, Localization, RackPlace
@@ -84,6 +84,8 @@ def finding_fault(finding: Finding) -> FaultKind:
         return FaultKind.GPU_OFF_BUS  # type the finding was filed under (the analysis localizes both so)
     if finding.link_type is LinkType.PCIE:
         return FaultKind.PCIE_DOWNTRAIN if rules & {"pcie_width", "pcie_gen_under_load"} else FaultKind.PCIE_REPLAYS
+    if SXID_FATAL_RULE in rules:  # a switch link a fatal SXid stopped: it comes back with the node's restart, as
+        return FaultKind.NVSWITCH_FATAL  # the switch port's own plan says, not with its GPU's reset
     if finding.link_type is LinkType.NVSWITCH:
         return FaultKind.NVSWITCH
     if finding.link is not None or XID_NVLINK_RULE in rules:  # an Xid without a link number: a link to find

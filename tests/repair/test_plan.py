@@ -118,6 +118,10 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
         if plan.applies:
             assert "drain" in plan.isolation[0].text.lower()
             assert any(s.command == "dcgmi diag -r 3" for s in plan.repair) or fault is FaultKind.FABRIC_MANAGER
+            # a node's drain names the scheduler's command for it, whichever fault drains it
+            if facts.node_id is not None and platform not in RACK_OF:
+                node_drains = [s.text for s in plan.isolation if s.text.startswith(f"Drain node {facts.node_id}")]
+                assert all(f"scontrol update nodename={facts.node_id} " in t for t in node_drains), node_drains
         # the reset the platform allows
         if fault is FaultKind.GPU_OFF_BUS:
             assert plan.reset.scope is ResetScope.NODE

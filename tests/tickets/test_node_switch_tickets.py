@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from diagnostics.enums import ComponentKind, FaultKind
-from diagnostics.service import Request, diagnose, files_source
+from diagnostics.service import Request, StoreSource, diagnose, files_source
 from diagnostics.tickets import RulesDrafter
 from diagnostics.tickets.markdown import ticket_markdown
 from diagnostics.topology import platform_graph
@@ -176,3 +176,17 @@ def test_a_fatal_sxids_ticket_quotes_nvidia_with_the_reset_its_plan_takes() -> N
     for said in quoted:
         first = said.split(";")[0]  # what to do, before any narrower reset it sets aside
         assert "restart the node" in first and "Fabric Manager guide" in first, said
+
+
+def test_a_link_a_fatal_sxid_stopped_is_repaired_as_its_switch_port_is(bundled_store: Path) -> None:
+    """The bundled fleet's hpc-gpu-node-13: GPU 6 NVLink 1 is inactive after SXid 24007 on its switch port. Its own
+    ticket said to reset GPU 6 alone, which clears no fatal SXid; the port's says to restart the node (a fatal SXid
+    needs every GPU and NVSwitch reset). Both now restart the node, with no single-GPU reset."""
+    answer = diagnose(StoreSource(bundled_store), Request(node="hpc-gpu-node-13"))
+    drafter = RulesDrafter()
+    link = drafter.draft(answer.diagnosis, graph=answer.graph, component="GPU 6 NVLink 1 -> NVSwitch 0 port 25")
+    port = drafter.draft(answer.diagnosis, graph=answer.graph)
+    assert port.component == "NVSwitch 0 port 25"
+    assert link.fault is port.fault is FaultKind.NVSWITCH_FATAL
+    assert link.reset == port.reset and "Restart the node" in link.repair_steps[0].text
+    assert not [s.command for s in link.repair_steps if (s.command or "").startswith("nvidia-smi -r")]
