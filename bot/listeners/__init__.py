@@ -1,5 +1,5 @@
 """Bolt listeners by concern: the slash command, draft buttons, filing buttons, the repair button, the storm
-incident's acknowledgement, mentions and thread messages.
+incident's acknowledgement, mentions and thread messages, and any other click (acknowledged and said).
 
 Every listener acknowledges on the request's own thread and leaves its work to the work queues (`Services`).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from slack_bolt import App
 
 from ..services import Services
-from . import alerts, commands, drafts, filing, mentions, repairs
+from . import alerts, commands, drafts, filing, mentions, repairs, unknown
 
 COMMANDS = (commands.COMMAND,)
 EVENTS = mentions.EVENTS
@@ -25,3 +25,4 @@ def register(app: App, services: Services) -> None:
     mentions.register(app, services)
     repairs.register(app, services)
     alerts.register(app, services)
+    unknown.register(app, services)  # last: it answers any click the listeners above do not

@@ -204,3 +204,23 @@ def test_a_preview_whose_snippet_could_not_be_attached_stops_pointing_at_it() ->
         assert "only in the tracker once it is filed" in preview.shown_blocks and "snippet" not in preview.shown_blocks
         assert len(buttons(preview)) == 2  # still to be filed or discarded
         assert any("could not be attached" in t for t in _told(local, "UALICE"))
+
+
+def test_a_click_no_listener_answers_is_acknowledged_and_said() -> None:
+    """A button of an older version of the bot (or an edited payload): Bolt answered 404 'unhandled request', which
+    Slack shows as a bare error mark. It is acknowledged, the person told why nothing happened, and the refusal
+    recorded; a link button's click is acknowledged and nothing else."""
+    with local_bot() as local:
+        summary = summary_for(local, "hpc-gpu-node-12")
+        stale = {"type": "button", "action_id": "drop_tables", "block_id": "old", "value": "x",
+                 "text": {"type": "plain_text", "text": "Old"}}
+        assert _click(local, summary, stale) == 200
+        (said,) = _told(local, "UALICE")
+        assert "That control (drop_tables) is not one this bot answers" in said and "/fabric" in said
+        (denied,) = local.audit.entries("denied")
+        assert denied["actor"] == "UALICE" and "drop_tables" in denied["detail"]["reason"]
+        link = {"type": "button", "action_id": "open-runbook", "url": "https://example.invalid/runbook",
+                "text": {"type": "plain_text", "text": "Runbook"}}
+        assert _click(local, summary, link, "UBOB") == 200
+        time.sleep(0.3)
+        assert private(local.slack, "UBOB") == []
