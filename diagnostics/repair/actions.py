@@ -86,8 +86,9 @@ def finding_fault(finding: Finding) -> FaultKind:
         return FaultKind.PCIE_DOWNTRAIN if rules & {"pcie_width", "pcie_gen_under_load"} else FaultKind.PCIE_REPLAYS
     if SXID_FATAL_RULE in rules:  # a switch link a fatal SXid stopped: it comes back with the node's restart, as
         return FaultKind.NVSWITCH_FATAL  # the switch port's own plan says, not with its GPU's reset
-    if finding.link_type is LinkType.NVSWITCH:
-        return FaultKind.NVSWITCH
+    if finding.link_type is LinkType.NVSWITCH:  # a rack's switch port counting its own errors is one link's port,
+        rack_port = finding.ref.switch_tray is not None and finding.ref.port is not None  # not its whole chip
+        return FaultKind.SWITCH_PORT if rack_port else FaultKind.NVSWITCH
     if finding.link is not None or XID_NVLINK_RULE in rules:  # an Xid without a link number: a link to find
         return FaultKind.NVLINK
     return FaultKind.NVLINK_AGGREGATE

@@ -93,6 +93,21 @@ def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: in
     )
 
 
+def _with_gpu_ends(links: list[Candidate]) -> list[Candidate]:
+    """A rack switch port counting its own errors, with the GPU end of its link where one failing link of a GPU
+    lands on it: its plan reads and resets that end, on that tray's host, as the rack's own port suspect does."""
+    out = []
+    for c in links:
+        ends = [o for o in links if o.fault is not FaultKind.SWITCH_PORT and o.gpu is not None
+                and o.switch == c.switch and o.switch_port == c.switch_port] if c.fault is FaultKind.SWITCH_PORT else []
+        if len(ends) == 1 and c.gpu is None:
+            end = ends[0]
+            c = c.model_copy(update={"gpu": end.gpu, "link": end.link, "tray": end.tray, "hosts": end.hosts,
+                                     "findings": [*c.findings, *end.findings]})
+        out.append(c)
+    return out
+
+
 def _unhealthy(d: Diagnosis, *, warnings: bool = False) -> list[Finding]:
     """The findings a part could explain: the failing ones, else (or with them, given `warnings`) those that warn; a
     collective's bus bandwidth names no part (`BUSBW_NO_PART`)."""
@@ -118,7 +133,7 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None, *,
         return []
     n = len(bad)
     graph = resolve_graph(diagnosis, graph)
-    links = [_link_candidate(f, diagnosis, graph, n) for f in bad]
+    links = _with_gpu_ends([_link_candidate(f, diagnosis, graph, n) for f in bad])
     out: dict[str, Candidate] = {c.id: c for c in links}
 
     # a GPU is one module: in a rack, one compute tray's GPU (GPU 0 of two trays is two modules, two hosts)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from diagnostics.enums import ComponentKind
+from diagnostics.enums import ComponentKind, FaultKind
 from diagnostics.service import Request, StoreSource, diagnose
 from diagnostics.tickets import candidates_for
 
@@ -117,6 +117,30 @@ def test_a_rack_link_ticket_drains_and_resets_its_own_tray_from_every_door(
     assert f"nodename={host} " in drain and "whose links fail" not in drain
     reset = next(s["text"] for s in ticket["repair_steps"] if "nvidia-smi -r" in (s.get("command") or ""))
     assert f"({host})" in reset
+
+
+def test_a_rack_switch_port_from_the_menu_is_a_port_ticket_on_its_links_gpu_end(
+        store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A switch tray port that counts its own errors, drafted from the rack's menu: it was a whole-chip ticket ('an
+    NVSwitch is the suspect, not one link', replace the switch tray 'with nothing to reseat'). It is the port's: its
+    link's GPU end read and reset on that tray's host, the switch tray reseated before it is replaced."""
+    answer = diagnose(StoreSource(store), Request(rack="rack-01"))
+    ports = [c for c in candidates_for(answer.diagnosis, answer.graph)
+             if c.kind is ComponentKind.NVSWITCH and c.ref.switch_tray is not None and c.ref.port is not None]
+    assert ports
+    assert {c.fault for c in ports} == {FaultKind.SWITCH_PORT}
+    ended = [c for c in ports if c.gpu is not None]
+    assert ended and all(c.hosts and c.tray for c in ended)
+    port = ended[0]
+    code, out, _ = _ticket(capsys, store, "rack-01", "--link", port.component, "--json")
+    assert code == 0
+    ticket = json.loads(out)
+    assert ticket["fault"] == "switch-port" and ticket["link_named"].endswith(port.component)
+    assert f"nodename={port.hosts[0]} " in ticket["isolation_steps"][0]["text"]
+    texts = [s["text"].lower() for s in ticket["repair_steps"]]
+    reseat = next(i for i, t in enumerate(texts) if "reseat" in t)
+    replace = next(i for i, t in enumerate(texts) if "replace the nvlink switch tray" in t)
+    assert reseat < replace and not any("nothing to reseat" in t for t in texts)
 
 
 def test_a_switch_tray_is_one_ticket_from_the_rack_its_host_and_each_tray_it_fails(
