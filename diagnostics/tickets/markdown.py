@@ -119,7 +119,9 @@ def ticket_markdown(t: RepairTicket) -> str:
     lines += [f"- `{c.command}`: {c.why}" for c in t.capture_first]
     lines += ["", "## Isolate", ""] + [f"{s.order}. {s.text}" for s in t.isolation_steps]
     lines += ["", "## Repair, in order", ""]
-    lines += [f"{s.order}. {s.text}" + (f" — `{s.command}`" if s.command else "") for s in t.repair_steps]
+    # a step's command after it, unless its text already gives it in code (`dcgmi diag -r 3` twice in a line)
+    lines += [f"{s.order}. {s.text}" + (f" — `{s.command}`" if s.command and f"`{s.command}`" not in s.text else "")
+              for s in t.repair_steps]
     e = t.evidence
     lines += ["", "## Evidence", ""]
     if e.window:

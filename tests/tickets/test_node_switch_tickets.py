@@ -190,3 +190,16 @@ def test_a_link_a_fatal_sxid_stopped_is_repaired_as_its_switch_port_is(bundled_s
     assert link.fault is port.fault is FaultKind.NVSWITCH_FATAL
     assert link.reset == port.reset and "Restart the node" in link.repair_steps[0].text
     assert not [s.command for s in link.repair_steps if (s.command or "").startswith("nvidia-smi -r")]
+
+
+def test_a_steps_command_is_not_repeated_after_a_text_that_gives_it(tmp_path: Path) -> None:
+    """'Run `dcgmi diag -r 3` on the drained node ... — `dcgmi diag -r 3`': the command after a step whose text
+    already gives it in code was said twice; a step whose text does not give it still ends with it."""
+    paths = _readings(tmp_path, "hgx-h100-8gpu", "NVIDIA H100 80GB HBM3", {g: {"NVSwitch 1"} for g in (0, 3, 6)})
+    text = _ticket(paths, "hgx-h100-8gpu")
+    steps = [line for line in text.splitlines() if line[:1].isdigit() and ". " in line]
+    assert any("`dcgmi diag -r 3`" in line for line in steps)
+    for line in steps:
+        if " — `" in line:
+            command = line.rsplit(" — `", 1)[1].rstrip("`")
+            assert line.count(f"`{command}`") == 1, line
