@@ -125,7 +125,7 @@ def _nvswitch_error(out: Collector, number: int, message: str) -> None:
     code = out.checked("index", number, found["code"], "code", "SXid") if found else None
     if found is None or code is None:
         out.warn(number, f"a Fabric Manager NVSwitch error that cannot be read (cut off, or a word damaged?): "
-                         f"{message.strip()[:120]!r}; it is skipped")
+                         f"{message.strip()[:120]!r}; it is skipped", unread=True)
         return
     bus = normalize_bus_id(found["bus"])
     if bus is None:

@@ -165,7 +165,8 @@ class KernelLogReader:
                     last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.AER.value,
                                    text=" ".join(detail["msg"].split()), **driver.identity(bus))
             elif ("Xid" in body and ("NVRM" in body or "SXid" in body)) or _XID_SHAPE.search(body):
-                out.warn(line.number, "an Xid line that cannot be read (cut off, or a word damaged?); it is skipped")
+                out.warn(line.number, "an Xid line that cannot be read (cut off, or a word damaged?); it is skipped",
+                         unread=True)
             elif "NVRM:" in body and (taken := driver.read(line.number, body, last))[0]:
                 last = taken[1] or last
             elif body.startswith(_BOOT):  # the kernel's first line: the host booted, its driver not yet loaded

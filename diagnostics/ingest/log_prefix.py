@@ -33,7 +33,7 @@ _UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
 # journalctl -o short-monotonic, -o short-delta (`<` the time since the entry before `>`): the host before `kernel:`
 _MONOTONIC = re.compile(r"^\[\s*\d+\.\d+(?:\s*<\s*[\d.]+>)?\]\s+(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[])")
 # pdsh and clush put `host: ` before each line a host printed (`pdsh -w gpu[01-64] dmesg -T`, `... journalctl -k`)
-_FANOUT = re.compile(r"^(?P<host>[^\s:\[\]]+):\s+(?=\[|kernel[:\[]|NVRM:|[A-Z][a-z]{2}\s+\d{1,2}\s+\d{2}:\d{2}|"
+_FANOUT = re.compile(r"^(?P<host>[^\s:\[\]]+):\s+(?=\[|kernel[:\[]|NVRM:|" + MONTH_WORD + r"\s+\d{1,2}\s+\d{2}:\d{2}|"
                      r"(?:[A-Z][a-z]{2} )?\d{4}-\d{2}-\d{2}[T ])")
 _KERNEL = re.compile(r"^kernel:\s*")
 _HEAD = re.compile(r"^(.*?)(?:\bkernel[:\[]|NVRM:|nvidia-nvswitch|pcieport |nvidia \d)")  # what a prefix would be

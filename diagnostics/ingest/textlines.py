@@ -328,8 +328,8 @@ class Collector:
         rows.append(row)
         return row
 
-    def warn(self, number: int | None, message: str, *, cut: bool = False) -> None:
-        self.note(IngestWarning(self.source.name, number, message, cut=cut))
+    def warn(self, number: int | None, message: str, *, cut: bool = False, unread: bool = False) -> None:
+        self.note(IngestWarning(self.source.name, number, message, cut=cut, unread=unread))
 
     def note(self, warning: IngestWarning) -> None:
         """A warning already made (by `Source.read_lines`), in its place among this reader's."""

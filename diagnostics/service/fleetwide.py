@@ -273,7 +273,9 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
                 f"{n} ({unreadable[n]})" for n in sorted(nodes)[:3]) + (" ..." if len(nodes) > 3 else ""))
     ran = _ran(answered)
     held = source.nodes()
-    spoke = {n for n, d in answered.diagnoses.items() if events_said(d.warnings)}  # Xids read, none a link's fault
+    linked = {n for got in answered.windows for n in got.newest}  # nodes the store holds link readings of
+    # a node of Xids alone (a kernel log, none a link's fault) spoke; one whose link readings stopped stays silent
+    spoke = {n for n, d in answered.diagnoses.items() if n not in linked and events_said(d.warnings)}
     quiet = [n for n in sorted(set(held) - reporting)
              if n not in result.diagnoses and n not in unreadable and n not in ran  # events or a run only: not silent
              and n not in spoke and n not in answered.ahead]  # past the fleet's end: said as such (`_say_ahead`)
@@ -310,7 +312,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
             "none: "
             f"{read}, so their links are not judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
     undated = _undated(answered)
-    dated = {n for got in answered.windows for n in got.newest}
+    dated = linked
     placed = [n for n in quiet if n in undated and n not in dated]  # held, but no window can place any of them
     untimed = [n for n in placed if undated[n][0]]
     logs = [n for n in placed if not undated[n][0]]

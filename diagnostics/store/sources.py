@@ -225,8 +225,9 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
         return FileOutcome(src.name, None, "error", error=_refusal(exc))
     if refuse_unread and result is not None and result.empty and not (nodes is not None and len(nodes)) \
             and any(w.unread for w in result.warnings):  # nothing to keep, and lines of its format not read
+        said = sorted(result.warnings, key=lambda w: not w.unread)[:3]  # the lines not read first, then the others
         return FileOutcome(src.name, None, "error", error="no telemetry read: " + "; ".join(
-            str(InputError(w.message, line=w.line)) for w in result.warnings[:3]))
+            str(InputError(w.message, line=w.line)) for w in said))
     if seen is not None:
         seen.update((sha, content))
     if result is not None:

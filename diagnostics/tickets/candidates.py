@@ -94,12 +94,14 @@ def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: in
 
 
 def _with_gpu_ends(links: list[Candidate]) -> list[Candidate]:
-    """A rack switch port counting its own errors, with the GPU end of its link where one failing link of a GPU
-    lands on it: its plan reads and resets that end, on that tray's host, as the rack's own port suspect does."""
+    """A rack switch port counting its own errors (or stopped by a fatal SXid), with the GPU end of its link where one
+    failing link of a GPU lands on it: its plan reads and resets that end, on that tray's host, as the rack's own port
+    suspect does."""
     out = []
     for c in links:
-        ends = [o for o in links if o.fault is not FaultKind.SWITCH_PORT and o.gpu is not None
-                and o.switch == c.switch and o.switch_port == c.switch_port] if c.fault is FaultKind.SWITCH_PORT else []
+        port = c.fault in (FaultKind.SWITCH_PORT, FaultKind.NVSWITCH_FATAL) and c.ref.switch_tray is not None
+        ends = [o for o in links if o is not c and o.ref.kind is not ComponentKind.NVSWITCH and o.gpu is not None
+                and o.switch == c.switch and o.switch_port == c.switch_port] if port else []
         if len(ends) == 1 and c.gpu is None:
             end = ends[0]
             c = c.model_copy(update={"gpu": end.gpu, "link": end.link, "tray": end.tray, "hosts": end.hosts,

@@ -307,3 +307,15 @@ def test_a_syslog_date_reads_its_month_in_any_case_and_in_other_locales_words(wo
         assert pd.isna(stamp) and any("log prefix none of the forms" in w.message for w in result.warnings)
     else:
         assert f"{stamp:%Y-%m-%d %H:%M:%S}" == f"2025-{month:02d}-19 09:27:03"
+
+
+@pytest.mark.parametrize("word", ["jun", "juni", "6月"])
+def test_a_pdsh_line_of_a_locales_month_keeps_its_host_and_time(word: str) -> None:
+    """pdsh puts `host: ` before each line; a line whose date starts with a month word in another case or locale was
+    not taken for a host's line, so its Xid 79 had neither host nor time."""
+    text = ("node01: -- Journal begins at Sat 2025-01-04 10:00:00 UTC, ends at Sat 2025-12-20 10:00:00 UTC. --\n"
+            f"node01: {word} 09 09:27:03 node01 kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=x, GPU has "
+            "fallen off the bus.\n")
+    events = READER.read(Source.from_text(text, name="pdsh")).tables["events"]
+    assert events["node_id"].tolist() == ["node01"]
+    assert f"{events['timestamp'].iloc[0]:%Y-%m-%d %H:%M:%S}" == "2025-06-09 09:27:03"

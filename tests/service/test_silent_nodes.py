@@ -143,3 +143,18 @@ def test_a_node_whose_window_holds_only_a_gpus_own_fault_is_not_silent_and_its_f
     assert result.silent == [] and result.unjudged == ["n1"] and not result.complete
     assert f"n1: {note}" in result.warnings
     assert not any("no reading in the" in r for r in result.incomplete_reasons)
+
+
+def test_a_node_whose_link_readings_stopped_stays_silent_though_its_gpu_logged_a_fault(tmp_path: Path) -> None:
+    """node-2 read its links in the day's first hour only, then its GPU logged GSP timeouts (Xid 119): the node
+    stopped reporting, which a sweep says as silent (with what its last readings showed), and its GPU's fault is
+    said beside it; a node with Xids is not taken for one that never had link readings."""
+    store = _store(tmp_path)
+    at = (T0 + pd.Timedelta(hours=23, minutes=30)).strftime("%Y-%m-%dT%H:%M:%S+0000")
+    log = tmp_path / "node-2.log"
+    log.write_text(f"{at} node-2 kernel: NVRM: Xid (PCI:0000:9b:00): 119, pid=1, name=python, Timeout after 6s of "
+                   "waiting for RPC response from GPU4 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20801813 0x4c).\n")
+    assert open_store(store).ingest([log]).files[0].status == "ingested"
+    result = sweep(StoreSource(store), Request())
+    assert "node-2" in result.silent and "node-2" not in result.unjudged
+    assert any(w.startswith("node-2: Xid 119") for w in result.warnings)

@@ -403,3 +403,16 @@ def test_a_file_whose_lines_of_its_format_are_not_read_is_refused_as_analyze_ref
     report = json.loads(capsys.readouterr().out)
     assert report["refused"] == [str(excerpt)]
     assert [f["status"] for f in report["files"]] == ["ingested", "error"]
+
+
+def test_a_kernel_log_whose_only_xid_line_is_damaged_is_refused_naming_that_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An Xid line with a damaged code was skipped with a warning: `analyze FILE` refused the file, `ingest` kept
+    'nothing' and exited 0. The refusal names the line not read first, before the file's other notes."""
+    log = tmp_path / "k.log"
+    log.write_text("[ 12.3] NVRM: loading NVIDIA UNIX x86_64 Kernel Module 550.54.15\n"
+                   "[ 100.0] NVRM: Xid (PCI:0000:01:00): 7x9, pid=1, name=python, GPU has fallen off the bus.\n")
+    assert main(["analyze", str(log), "--node", "n1"]) == 2
+    capsys.readouterr()
+    assert main(["ingest", str(log), "--node", "n1"]) == 1
+    assert f"{log}: refused (no telemetry read: line 2: an Xid line that cannot be read" in capsys.readouterr().out
