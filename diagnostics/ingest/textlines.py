@@ -58,15 +58,17 @@ _DATE_TIME = re.compile(
     r"(?:\s+(?P<year>\d{4}))?,?\s+(?P<clock>\d{1,2}:\d{2}:\d{2})(?:\s*(?P<half>[AaPp][Mm]))?"
     rf"(?:\s+(?P<zone>{PRINTED}))?(?:\s+(?P<year2>\d{{4}}))?\s*$"
 )
-# a month as `date`, syslog and journalctl print it (`%b`, `%B`) in any case: English, whole or cut, and where Latin-
-# script locales' own differ (sv, da, nb: maj, okt; de: mär, mai, okt, dez; nl: mrt, mei, okt; fr: févr, mars, mai,
-# juin, juil, août, déc; journalctl under sv_SE prints `april 19 09:27:03`, under zh_CN `11月 15 14:15:47`)
+# a month as syslog and journalctl print it (`%b`, `%B`) in any case: English, whole or cut, and where the Germanic
+# and French locales' own differ (sv, da, nb: maj, marts, okt, des; de: mär, mai, okt, dez; nl: mrt, mei, okt; fr:
+# janv, févr, avr, juil, août, déc and their whole names); journalctl under sv_SE prints `april 19 09:27:03`, under
+# zh_CN `11月 15 14:15:47`. Other locales' words (es, it, pt) are not read: such a line keeps no time
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
                 "november", "december")
-_OTHER_MONTHS = {"januari": 1, "févr": 2, "fév": 2, "februari": 2, "mär": 3, "märz": 3, "mrz": 3, "mrt": 3,
-                 "maart": 3, "mars": 3, "maj": 5, "mai": 5, "mei": 5, "juni": 6, "juin": 6, "juli": 7, "juil": 7,
-                 "augusti": 8, "augustus": 8, "août": 8, "okt": 10, "oktober": 10, "dez": 12, "dezember": 12,
-                 "déc": 12}
+_OTHER_MONTHS = {"januari": 1, "janv": 1, "janvier": 1, "févr": 2, "fév": 2, "février": 2, "februari": 2, "mär": 3,
+                 "märz": 3, "mrz": 3, "mrt": 3, "maart": 3, "mars": 3, "marts": 3, "avr": 4, "avril": 4, "maj": 5,
+                 "mai": 5, "mei": 5, "juni": 6, "juin": 6, "juli": 7, "juil": 7, "juillet": 7, "augusti": 8,
+                 "augustus": 8, "août": 8, "septembre": 9, "okt": 10, "oktober": 10, "octobre": 10, "novembre": 11,
+                 "dez": 12, "dezember": 12, "des": 12, "desember": 12, "déc": 12, "décembre": 12}
 MONTH_WORD = r"(?:[^\W\d_]{3,9}\.?|\d{1,2}[月월])"  # a word a month may be (zh, ja `11月`, ko `11월`): `month_number`
 
 

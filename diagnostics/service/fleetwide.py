@@ -128,7 +128,6 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
     result.timings.analyze_s = engine
     _say_held(result, {n: d.maintenance for n, d in result.diagnoses.items() if d.maintenance})
-    _say_gpu_faults(result, answered.diagnoses)
     _say_unjudged(result, answered, source, request)
     _say_ahead(result, answered)
     result.stopped_reporting(sorted(n for n in answered.stopped if n not in result.silent), request.length)
@@ -146,6 +145,7 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
             + "; ".join(f"{n} (to {fmt.when(t)})" for n, t in sorted(late.items())[:10])
             + (" ..." if len(late) > 10 else "") + "; `fabricbot analyze --store ... --node NODE` judges a node's "
             "events up to an hour after its readings")
+    _say_gpu_faults(result, answered.diagnoses)  # after the view's own notes, which a short list shows first
     return result, answered.windows
 
 

@@ -293,7 +293,8 @@ def test_a_dshbak_block_of_a_range_is_each_hosts_log() -> None:
 
 
 @pytest.mark.parametrize(("word", "month"), [("Apr", 4), ("april", 4), ("jun", 6), ("Sept.", 9), ("okt", 10),
-                                             ("maj", 5), ("Dez", 12), ("11月", 11), ("Bad", None), ("Foo", None)])
+                                             ("maj", 5), ("Dez", 12), ("avr.", 4), ("desember", 12), ("11月", 11),
+                                             ("Bad", None), ("Foo", None)])
 def test_a_syslog_date_reads_its_month_in_any_case_and_in_other_locales_words(word: str, month: int | None) -> None:
     """journalctl prints the month as the locale has it: `jun 09 19:26:17 archlinux kernel:` (a desktop's log,
     NVIDIA/open-gpu-kernel-modules#876), `april 19 ...` (Swedish), `11月 15 ...` (zh_CN, NVIDIA/gpu-operator#610).

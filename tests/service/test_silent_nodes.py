@@ -158,3 +158,21 @@ def test_a_node_whose_link_readings_stopped_stays_silent_though_its_gpu_logged_a
     result = sweep(StoreSource(store), Request())
     assert "node-2" in result.silent and "node-2" not in result.unjudged
     assert any(w.startswith("node-2: Xid 119") for w in result.warnings)
+
+
+def test_a_sweeps_gpu_faults_come_after_its_own_notes(tmp_path: Path) -> None:
+    """`/fabric fleet` shows a sweep's first warnings only: a node's GPU fault is said after the view's own notes
+    (events after the window's end, not judged), which many GPU faults pushed out of sight."""
+    store = _store(tmp_path)
+    stamp = (T0 + pd.Timedelta(hours=23, minutes=30)).strftime("%Y-%m-%dT%H:%M:%S+0000")
+    after = (T0 + pd.Timedelta(hours=26)).strftime("%Y-%m-%dT%H:%M:%S+0000")
+    log = tmp_path / "kern.log"
+    log.write_text(f"{stamp} node-1 kernel: NVRM: Xid (PCI:0000:9b:00): 119, pid=1, name=python, Timeout after 6s "
+                   "of waiting for RPC response from GPU4 GSP! Expected function 76 (GSP_RM_CONTROL) (0x2080 0x4).\n"
+                   f"{after} node-9 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=1, name=python, GPU has fallen off "
+                   "the bus.\n")
+    assert open_store(store).ingest([log]).files[0].status == "ingested"
+    warnings = sweep(StoreSource(store), Request()).warnings
+    later = next(i for i, w in enumerate(warnings) if "events after the window's end" in w)
+    fault = next(i for i, w in enumerate(warnings) if w.startswith("node-1: Xid 119"))
+    assert later < fault
