@@ -12,6 +12,7 @@ Text = str | list[str]
 
 # Every name a catalog template may use; the loader refuses any other.
 PLACEHOLDERS = frozenset({
+    "drain_commands",  # a node's drain in the scheduler's commands (Slurm, Kubernetes)
     "node", "node_id", "gpu", "peer", "gpu_dst", "link", "switch", "switch_port", "lanes", "switch_path", "input_peer",
     "part", "part_id", "next_part", "next_part_id", "board", "platform", "reset_command", "reset_gpus", "reset_what",
     "reset_note", "fm_note", "why", "fabric_read", "fabric_done", "swap_note",

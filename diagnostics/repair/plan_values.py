@@ -116,4 +116,7 @@ def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, 
     values.update(_board_words(cat, plat, switched))
     values.update(_FABRIC_READS[plat is None or plat.fabric_info])
     values["node"] = f"node {values['node_id']}" if "node_id" in values else "the node"
+    if "node_id" in values:  # one wording of a node's drain for every step that gives the scheduler's commands
+        values["drain_commands"] = (f"Slurm: `scontrol update nodename={values['node_id']} state=drain reason=fabric`;"
+                                    f" Kubernetes: `kubectl drain {values['node_id']}`")
     return values
