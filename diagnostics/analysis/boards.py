@@ -111,7 +111,7 @@ class Boards:
         graph = self.drawn[key].copy()
         graph.node_id = node
         self.notes.setdefault(node, []).extend(graph.warnings)
-        if platform is None and graph.platform is not None:  # told from the links the rows count, never named
+        if platform is None and graph.platform is not None and not graph.alike:  # told from the links it counts
             self.guessed[node] = "fitted to the node's own topology (its `topo -m`, NCCL XML or `nvlink -R` rows)"
             self.notes[node].append(f"platform {graph.platform} {self.guessed[node]}; name it with --platform or a "
                                     "nodes.csv")
@@ -135,10 +135,12 @@ class Boards:
         return described_short(self.topology[node], graph, live) if graph is not None else ([], [])
 
     def platform(self, node: str) -> str | None:
+        """The node's platform: named, else told from its GPU model or its own topology; None where that topology
+        fits several alike (their links are alike, their parts are not: it is judged on the first one's graph)."""
         if node in self.platforms:
             return self.platforms[node]
         graph = self.given.get(node) or self.described.get(node)
-        return getattr(graph, "platform", None) if graph is not None else None
+        return graph.platform if graph is not None and not graph.alike else None
 
     def contradiction(self, node: str) -> str | None:
         """Why the node's named platform does not fit its readings (their GPU model names another); None where it
@@ -157,7 +159,8 @@ class Boards:
 
     def warnings(self, node: str) -> list[str]:
         notes = list(self.notes.get(node, []))
-        if self.platform(node) is None:
+        described = self.described.get(node)
+        if self.platform(node) is None and (described is None or not described.alike):  # the alike say their own
             notes.append(PLATFORM_UNKNOWN)
         return notes
 

@@ -61,11 +61,11 @@ def _switched(facts: Facts, graph: NodeGraph) -> tuple[list[Finding], list[str]]
         return [], []
     if len(short) == len(expected) and len(expected) > 1 and len(set(short.values())) == 1:
         have, want = next(iter(short.values())), next(iter(expected.values()))
-        return [], [f"the node's topology shows every GPU with {have} NVLinks where {graph.platform} has {want}: "
+        return [], [f"the node's topology shows every GPU with {have} NVLinks where {graph.named} has {want}: "
                      "either the board is not that platform (name the right one) or its whole NVLink fabric is "
                      "short (an NVSwitch down); `nvidia-smi nvlink -s` tells them apart"]
     return [_finding(ComponentRef.nvlink(g, None), g, None, have, expected[g],
-                     f"`nvidia-smi topo -m` shows GPU {g} with {have} NVLinks where {graph.platform} has "
+                     f"`nvidia-smi topo -m` shows GPU {g} with {have} NVLinks where {graph.named} has "
                      f"{expected[g]}") for g, have in sorted(short.items())], []
 
 
@@ -79,7 +79,7 @@ def _direct(facts: Facts, graph: NodeGraph) -> list[Finding]:
         if graph.graph.nodes[gpu_node(b)].get("kind") == GPU and want > 0 and have < want:
             out.append(_finding(ComponentRef.nvlink(a, None, peer_gpu=b), a, b, have, want,
                                 f"`nvidia-smi topo -m` shows GPU {a} - GPU {b} with {have} NVLinks where "
-                                f"{graph.platform} has {want}"))
+                                f"{graph.named} has {want}"))
     return out
 
 

@@ -94,6 +94,15 @@ class NodeGraph:
     node_id: str | None = None
     fru: dict[str, str] = field(default_factory=dict)
     nvlinks_per_gpu: int | None = None
+    alike: tuple[str, ...] = ()  # the other platforms a description fits as well as `platform`: its parts unknown
+
+    @property
+    def named(self) -> str | None:
+        """The platform as a text says what it has: 'hgx-h100-8gpu', or 'each of hgx-h100-8gpu, hgx-h200-8gpu,
+        hgx-b200-8gpu' where the description fits them alike."""
+        if self.platform is None or not self.alike:
+            return self.platform
+        return "each of " + ", ".join([self.platform, *self.alike])
 
     # -- nodes -------------------------------------------------------------------------------------------------
     @property
@@ -232,7 +241,7 @@ class NodeGraph:
 
     def copy(self) -> NodeGraph:
         return NodeGraph(self.graph.copy(), self.platform, list(self.warnings), self.node_id, dict(self.fru),
-                         self.nvlinks_per_gpu)
+                         self.nvlinks_per_gpu, self.alike)
 
 
 def _ref(gpu: int, link: int | None, kind: str, peer: str, peer_kind: str, port: int | None) -> ComponentRef:

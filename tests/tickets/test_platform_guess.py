@@ -27,15 +27,37 @@ def test_a_platform_taken_from_the_gpu_model_is_a_warning_of_the_ticket(tmp_path
 
 
 def test_a_platform_fitted_to_the_nodes_own_topology_is_said_too() -> None:
-    """A `topo -m` that fits a platform's template chose it silently; an H100 board's fits three alike."""
-    real = Path(__file__).parents[2] / "fixtures" / "real" / "topo_m_hgx_h100_1.txt"
+    """A `topo -m` that fits a platform's template chose it silently (a DGX A100's)."""
+    real = Path(__file__).parents[2] / "fixtures" / "real" / "topo_m_dgx_a100_1.txt"
     source, _, _ = files_source([real], node="t")
     got = diagnose(source, Request(node="t")).diagnosis
-    assert got.platform == "hgx-h100-8gpu" and got.platform_guess is not None
+    assert got.platform == "dgx-a100-8gpu" and got.platform_guess is not None
     assert "fitted to the node's own topology" in got.platform_guess
-    assert any(w.startswith("platform hgx-h100-8gpu fitted to the node's own topology") for w in got.warnings)
-    named = diagnose(source, Request(node="t", platform="hgx-h100-8gpu")).diagnosis
+    assert any(w.startswith("platform dgx-a100-8gpu fitted to the node's own topology") for w in got.warnings)
+    named = diagnose(source, Request(node="t", platform="dgx-a100-8gpu")).diagnosis
     assert named.platform_guess is None
+
+
+B200_TOPOLOGY = Path(__file__).parents[2] / "fixtures" / "real" / "topo_m_b200_gpu2_no_nvlink_vllm_1.txt"
+
+
+def test_a_topology_several_boards_fit_alike_names_no_one_boards_part() -> None:
+    """A real 8x B200 `topo -m` (vLLM issue 16336) fits the HGX H100, H200 and B200 templates alike (18 NVLinks a
+    GPU): its ticket named H100 parts on a B200. The platform is now not told, the fault still found, and the part is
+    the one any of those boards would take, with the read that names the board; named, the board's own part."""
+    source, _, _ = files_source([B200_TOPOLOGY], node="b")
+    got = diagnose(source, Request(node="b")).diagnosis
+    assert got.platform is None and got.platform_guess is None and got.fault_detected
+    assert any("fits hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu alike" in w for w in got.warnings)
+    assert not any(w.startswith("platform unknown: the expected links") for w in got.warnings)  # they are checked
+    ticket = RulesDrafter().draft(got)
+    parts = [p for p in (ticket.replacement_part, ticket.next_part) if p is not None]
+    assert ticket.gpu_index == 2 and parts and all(p.platform == "unknown" for p in parts)
+    text = ticket.model_dump_json().replace("each of hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu has", "")
+    assert not any(board in text for board in ("hgx-h100", "HGX H100", "SXM5", "hgx-b200", "HGX B200"))
+    assert 'grep -i \\"product name\\"' in text  # the read that names the board
+    named = RulesDrafter().draft(diagnose(source, Request(node="b", platform="hgx-b200-8gpu")).diagnosis)
+    assert named.replacement_part is not None and named.replacement_part.platform == "hgx-b200-8gpu"
 
 
 def test_a_peer_gpu_from_a_guessed_platforms_wiring_is_said_assumed_by_the_ticket_and_the_answer() -> None:

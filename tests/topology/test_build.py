@@ -51,8 +51,22 @@ def test_a_missing_link_is_told_not_hidden() -> None:
     rows.loc[gpu3 & (rows["relation"] == "NV"), "nvlinks"] = 17
     graph = graph_from_topology(rows)
     assert graph.platform == "hgx-h100-8gpu"
-    assert any("GPU 3: 17 NVLinks where hgx-h100-8gpu has 18" in w for w in graph.warnings)
+    assert any("GPU 3: 17 NVLinks where each of hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu has 18" in w
+               for w in graph.warnings)
     assert not any(" - GPU 3" in w for w in graph.warnings)  # the GPU's pairs read short because it does: said once
+
+
+def test_a_description_several_platforms_fit_alike_names_them_all_and_none_of_their_parts() -> None:
+    """`topo -m` shows 18 NVLinks a GPU on an HGX H100, H200 and B200 alike: the graph follows the first (their
+    wiring as the description shows it is the same), and says the others, so no one board's part is taken for it."""
+    graph = graph_from_topology(nv_matrix(8, 18))
+    assert graph.platform == "hgx-h100-8gpu" and graph.alike == ("hgx-h200-8gpu", "hgx-b200-8gpu")
+    assert graph.named == "each of hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu"
+    assert any("fits hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu alike" in w and "not told" in w
+               for w in graph.warnings)
+    assert graph.copy().alike == graph.alike
+    named = graph_from_topology(nv_matrix(8, 18), platform="hgx-b200-8gpu")
+    assert named.platform == "hgx-b200-8gpu" and named.alike == () and named.named == "hgx-b200-8gpu"
 
 
 def short_gpus(gpus: int, count: int, short: dict[int, int]) -> pd.DataFrame:
