@@ -105,9 +105,9 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     started = time.perf_counter()
     answered = fleet(source, request)
     ends = [w.end for w in answered.windows if w.end is not None]
-    held = any(len(w.tables.get("events", ())) for w in answered.windows)
-    if not ends and held and answered.analysis.end is not None:  # dated events alone (a kernel log): judged at the
-        ends = [answered.analysis.end]  # newest, as a node's answer is
+    held = any(len(w.tables.get(t, ())) for w in answered.windows for t in ("events", "topology"))
+    if not ends and held and answered.analysis.end is not None:  # dated events alone (a kernel log), or a node's
+        ends = [answered.analysis.end]  # description (`topo -m`): judged at the newest, or now, as a node's answer is
     if not ends:
         at = request.end or datetime.now().astimezone()
         held_nodes = source.nodes()

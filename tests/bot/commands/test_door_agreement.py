@@ -363,3 +363,27 @@ def test_a_counter_value_refused_in_one_reading_leaves_its_rate_unknown_through_
     clean.write_text(reading("Mon Dec  7 03:00:00 UTC 2026", "100") + reading("Mon Dec  7 03:20:00 UTC 2026", "150"),
                      encoding="utf-8")
     assert json.loads(cli("analyze", str(clean), "--node", "v100", "--json")[1])["unread"] == 0
+
+
+@pytest.mark.parametrize(("name", "fault"), [("topo_m_b200_gpu2_no_nvlink_vllm_1.txt", True),
+                                             ("topo_m_hgx_h100_1.txt", False)])
+def test_a_store_of_a_topology_alone_is_swept_as_its_node_is_answered(cli: Cli, tmp_path: Path, name: str,
+                                                                       fault: bool) -> None:
+    """A `topo -m` ingested alone: `analyze FILE` and `analyze --store` found B200 GPU 2 with no NVLink up, while
+    `sweep --store` said the store held no link samples and no events. Every door now names the same GPU; a healthy
+    description's node is health unknown at each, never an all-clear."""
+    path = REAL / name
+    _stored(cli, path, tmp_path / "s")
+    direct = _answer(cli, "analyze", str(path), "--node", NODE)
+    stored = _answer(cli, "analyze", "--store", str(tmp_path / "s"), "--node", NODE)
+    code, out, err = cli("sweep", "--store", str(tmp_path / "s"), "--json")
+    swept = json.loads(out)
+    for answer in (direct, stored):
+        assert answer["fault_detected"] is fault
+    if fault:
+        assert code == 1, err
+        assert [(o["node_id"], o["gpu"], o["severity"]) for o in swept["offenders"]] == [(NODE, 2, "down")]
+        assert {f["gpu"] for a in (direct, stored) for f in a["findings"] if f["severity"] != "ok"} == {2}
+    else:
+        assert code == 3 and not swept["offenders"] and not swept["complete"], err
+        assert NODE in json.dumps(swept["incomplete_reasons"]) or NODE in swept.get("silent", []), swept
