@@ -75,9 +75,23 @@ def _not_all_clear(result: SweepResult) -> Block:
     return section(f"*{NOT_ALL_CLEAR}* {esc(why)}\n" + "\n".join(f"• {esc(r)}" for r in reasons))
 
 
+def _entry_lines(result: SweepResult, rank: int, entry: list[str], links: int) -> tuple[list[str], list[str]]:
+    """One entry of the fleet view: its lead node's lines, and the hosts whose part is on the same ticket named
+    after them; what each of their parts is."""
+    lines, kinds = _node_lines(result, rank, entry[0], links)
+    others = [_node_lines(result, rank, node, 0)[1] for node in entry[1:]]
+    if others:
+        owner = result.diagnoses[entry[0]].ticket_owner
+        named = ", ".join(f"`{esc(n)}`" for n in entry[1:6]) + (" …" if len(entry) > 6 else "")
+        lines.append(f"      …and {fmt.count(len(others), 'more host')} under {esc(owner)}'s ticket for the same part "
+                     f"({offending_parts([k for mine in others for k in mine])}): {named}")
+    return lines, [*kinds, *(k for mine in others for k in mine)]
+
+
 def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     ranked = result.ranked()
-    listed = [_node_lines(result, i, node, links) for i, node in enumerate(ranked, 1)]
+    entries = result.entries()
+    listed = [_entry_lines(result, i, entry, links) for i, entry in enumerate(entries, 1)]
     kinds = [kind for _, mine in listed for kind in mine]
     held = {n for n, d in result.diagnoses.items() if d.maintenance}
     # read once, or not read in the span (the sweep's silent nodes, "not healthy"): neither is among the clear; a
@@ -94,7 +108,8 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
         lines = [line for shown, _ in listed[:limit] for line in shown]
         if len(listed) > limit:
             rest = [kind for _, mine in listed[limit:] for kind in mine]
-            lines.append(f"…and {fmt.count(len(listed) - limit, 'more node')} ({offending_parts(rest)}), less urgent: "
+            left = sum(len(entry) for entry in entries[limit:])
+            lines.append(f"…and {fmt.count(left, 'more node')} ({offending_parts(rest)}), less urgent: "
                          "`fabricbot sweep --store DIR` lists every one, in this order")
         blocks.extend(sections("\n".join(lines)))
     window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \

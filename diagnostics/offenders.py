@@ -321,6 +321,25 @@ class SweepResult(BaseModel):
 
         return sorted(worst, key=urgency)
 
+    def entries(self) -> list[list[str]]:
+        """The offending nodes as the fleet views list them, in `ranked`'s order: each node alone, except the hosts
+        whose diagnoses put one part on one ticket filed elsewhere (a rack's NVLink domain, a switch tray), which are
+        one entry led by the most urgent of them: a rack's trays are not a list that hides the other racks."""
+        shared: dict[tuple[str, str], list[str]] = {}
+        out: list[list[str]] = []
+        for node in self.ranked():
+            d = self.diagnoses.get(node)
+            if d is None or not d.fault_detected or d.ticket_owner == node:
+                out.append([node])
+                continue
+            key = (d.ticket_owner, d.isolated_component)
+            if key in shared:
+                shared[key].append(node)
+            else:
+                shared[key] = [node]
+                out.append(shared[key])
+        return out
+
     def findings_of(self, node: str) -> list[Finding]:
         """A read-back node's unhealthy findings in the order the sweep lists its rows (most urgent first,
         `worst_first`), so every fleet door names its parts in one order; a finding no row names after them."""

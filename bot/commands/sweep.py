@@ -42,7 +42,10 @@ def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
     by_node: dict[str, list[Offender]] = {}
     for o in sorted(result.offenders, key=lambda o: order[o.node_id]):  # stable: each node's own order kept
         by_node.setdefault(o.node_id, []).append(o)
-    shown = {node: found if every else _worst(found) for node, found in by_node.items()}
+    # a host whose part is on a ticket filed elsewhere (a rack's), with the others that share it: under the first
+    shared = {} if every else {e[0]: e[1:] for e in result.entries() if len(e) > 1}
+    under = {n for others in shared.values() for n in others}
+    shown = {node: found if every else _worst(found) for node, found in by_node.items() if node not in under}
     rows = [o for found in shown.values() for o in found]
     wide = max([22, *(len(o.component) for o in rows)])  # a GPU named by its PCI address is longer
     rules = max([22, *(len(", ".join(o.rules)) for o in rows)])  # a gone GPU's row names each rule
@@ -57,6 +60,13 @@ def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
         if left:
             more = offending_parts(list(left.values()), more=True)
             print(f"  {node:<16} ...and {more} (--all lists every one)", file=out)
+        if shared.get(node):
+            others = shared[node]
+            owner = result.diagnoses[node].ticket_owner
+            kinds = list({(o.node_id, o.link_key): o.counted_as for n in others for o in by_node[n]}.values())
+            print(f"  {node:<16} ...and {fmt.count(len(others), 'more host')} under {owner}'s ticket for the same "
+                  f"part ({offending_parts(kinds)}): {', '.join(others[:5])}{' ...' if len(others) > 5 else ''} "
+                  "(--all lists every one)", file=out)
 
     for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"

@@ -230,3 +230,35 @@ def test_the_fleet_view_names_a_node_s_parts_as_the_sweep_does(tmp_path: Path, c
     said = _fleet(Path(store))
     assert f"Fleet: {counted} on 1 of 1 node" in said and f"· {counted}" in said
     assert f"…and {more} of this node" in said and "degraded link" not in said.split("window")[0]
+
+
+def test_a_racks_hosts_under_one_ticket_are_one_entry_that_hides_no_other_rack(tmp_path: Path) -> None:
+    """A rack incident's fifteen trays were fifteen entries of `/fabric fleet` and `sweep`, all urgent, and pushed the
+    other racks' urgent switch tray under "...and N more nodes". The hosts whose part is on one ticket filed elsewhere
+    are now one entry, led by the most urgent of them, naming the others; `--all` still lists every host's rows."""
+    from diagnostics.service import sweep
+    from diagnostics.synth.rack_fleet import generate_racks
+
+    generate_racks(out=tmp_path / "fleet", seed=0, racks=2, hours=6, scenarios=["rack_incident", "switch_tray"])
+    store = open_store(tmp_path / "store")
+    store.ingest([tmp_path / "fleet"])
+    result = sweep(StoreSource(tmp_path / "store"), Request())
+    owners = {n: d.ticket_owner for n, d in result.diagnoses.items()}
+    assert {"rack-01", "rack-02"} <= set(owners.values())
+    entries = result.entries()
+    assert [n for entry in entries for n in entry] == result.ranked()  # every node, in the same order
+    led = {owners[e[0]]: e for e in entries if owners.get(e[0]) != e[0]}
+    assert set(led) == {"rack-01", "rack-02"} and all(len(e) > 1 for e in led.values())
+    assert all(owners[n] == owner for owner, e in led.items() for n in e)
+    shown_ = shown(json.dumps([b.to_dict() for b in fleet_blocks(result, limit=2)]))
+    for owner, entry in led.items():
+        assert f"`{entry[0]}`" in shown_ and f"under {owner}'s ticket for the same part" in shown_
+    out = io.StringIO()
+    sweep_table(result, out)
+    text = out.getvalue()
+    for owner, entry in led.items():
+        assert f"{len(entry) - 1} more hosts under {owner}'s ticket" in text
+        assert not re.search(rf"^  {re.escape(entry[-1])} ", text, re.M)  # named in the line, not listed
+    out = io.StringIO()
+    sweep_table(result, out, every=True)
+    assert all(re.search(rf"^  {re.escape(e[-1])} ", out.getvalue(), re.M) for e in led.values())
