@@ -358,11 +358,25 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
                                        "repair_action": whole[0].action or tray.repair_action,
                                        "ticket_priority": rack_diagnosis.ticket_priority,
                                        "verdict": rack_diagnosis.verdict})
-    if not tray.fault_detected:  # its own end reads clean, but a link of it runs through the failing unit
+    if not tray.fault_detected and switch_host:
         said = f"its links run through {mine[0].component}, which rack {rack.place.rack_id} finds failing " \
                f"(`/fabric rack {rack.place.rack_id}`): drain it with the rack's plan"
         return tray.model_copy(update={**update, "warnings": [*tray.warnings, said],
                                        "repair_action": mine[0].action or tray.repair_action})
+    if not tray.fault_detected:  # a compute tray whose own end reads clean, but a link of it runs through the failing
+        # unit, which only the far end reports (a switch port's NMX-T counters): the rack's part is its fault too, its
+        # ticket the rack's, as for a tray whose own end fails; its action drains this tray and resets its GPU
+        top = rank(mine)[0]
+        said = f"its links run through {top.component}, which rack {rack.place.rack_id} finds failing (its own " \
+               f"end reads clean; `/fabric rack {rack.place.rack_id}`): drain it with the rack's plan"
+        own = {f.component for f in tray.findings}
+        far = [f for f in rack_diagnosis.findings if f.component in top.links and f.component not in own]
+        return tray.model_copy(update={**update, "warnings": [*tray.warnings, said], "fault_detected": True,
+                                       "findings": [*tray.findings, *far], "localizations": [top],
+                                       "localization": top, "isolated_component": top.component,
+                                       "held": every_held([top]), "repair_action": top.action or tray.repair_action,
+                                       "ticket_priority": rack_diagnosis.ticket_priority,
+                                       "verdict": rack_diagnosis.verdict})
     locs = rank(mine)
     top = locs[0]
     notes = list(tray.warnings)

@@ -156,8 +156,9 @@ def test_a_fatal_sxid_on_a_switch_tray_names_its_port_and_tells_the_tray_whose_l
     assert loc is not None and loc.fault is FaultKind.NVSWITCH_FATAL
     assert loc.component == f"Switch tray {end.switch_tray} chip {end.chip} port {end.port}"
     assert loc.hosts == ["rack-01-c07"]  # the compute tray its link comes from: the one to drain
-    tray = fleet.diagnoses["rack-01-c07"]
-    assert not tray.fault_detected and any(loc.component in w for w in tray.warnings)
+    tray = fleet.diagnoses["rack-01-c07"]  # its own end reads clean: the port it lands on is its fault, the rack's
+    assert tray.fault_detected and tray.isolated_component == loc.component and tray.ticket_owner == "rack-01"
+    assert any(loc.component in w and "its own end reads clean" in w for w in tray.warnings)
 
 
 def test_a_tray_in_another_nvlink_domain_is_named_by_its_rack() -> None:

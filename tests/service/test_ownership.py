@@ -28,7 +28,7 @@ from diagnostics.enums import FaultKind, Priority, Severity
 from diagnostics.model import Diagnosis, Localization, RackPlace
 from diagnostics.prometheus import SweepResult
 from diagnostics.render import render_rack
-from diagnostics.service import Fleet, Request, StoreSource, alert_pass, fleet
+from diagnostics.service import Fleet, Request, StoreSource, alert_pass, diagnose, fleet
 from tests.bot.console.helpers import click_draft, console, summary
 from tests.bot.helpers import OPS, buttons, local_bot, posted, summary_for
 
@@ -318,3 +318,28 @@ def test_a_trays_answer_lists_the_other_trays_by_slot(seen: tuple[Path, list[str
     listed = [int(t) for t in said.split("and those of compute trays ", 1)[1].split(";", 1)[0].split(", ")]
     assert listed == sorted(listed) and len(listed) == len(trays) - 1, said
     assert max(listed) >= 10 > min(listed), said  # both one- and two-digit slots: text order would differ
+
+
+def test_a_tray_whose_own_end_reads_clean_carries_the_failing_switch_port_its_link_lands_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A switch port only its own side reports (NMX-T's failed recoveries): the rack isolated it and its action
+    drained compute tray 1 and reset its GPU, while tray 1 answered "no fault", low, and `ticket` found nothing to
+    repair. The tray now carries the rack's part, priority and ticket, as a tray whose own end fails does."""
+    from diagnostics.store import open_store
+    from diagnostics.synth.rack_fleet import generate_racks
+
+    generate_racks(out=tmp_path / "fleet", seed=0, racks=1, hours=8, scenarios=["switch_port"])
+    open_store(tmp_path / "store").ingest([tmp_path / "fleet"])
+    source = StoreSource(tmp_path / "store")
+    rack = diagnose(source, Request(rack="rack-01")).diagnosis
+    assert rack.localization is not None and rack.localization.fault is FaultKind.SWITCH_PORT
+    (host,) = rack.localization.hosts
+    tray = diagnose(source, Request(node=host)).diagnosis
+    assert not [f for f in tray.failing if f.component.startswith("Compute tray")]  # its own end reads clean
+    assert tray.fault_detected and tray.isolated_component == rack.isolated_component
+    assert tray.ticket_priority == rack.ticket_priority and tray.ticket_owner == "rack-01"
+    assert tray.repair_action == rack.localization.action
+    capsys.readouterr()
+    assert main(["ticket", host, "--store", str(tmp_path / "store"), "--json"]) == 0
+    ticket = json.loads(capsys.readouterr().out)
+    assert ticket["node_id"] == "rack-01" and ticket["component"] == rack.isolated_component
