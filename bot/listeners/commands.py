@@ -12,6 +12,7 @@ import shlex
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import get_close_matches
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
@@ -141,7 +142,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
         services.record_analysis(diagnosis, job=request.target if request.verb == "job" else None)
         post_diagnosis(client, services, diagnosis, channel=reply.channel, title=title, failed=reply.slack_failed)
     except UnknownName as exc:
-        reply.tell(unknown_reply(exc, services.source))
+        reply.tell(unknown_reply(exc, services.source) + _verb_meant(exc, request))
     except FabricbotError as exc:
         done = "set that" if request.verb in LIFECYCLE else "analyse that"  # planned work is set, not analysed
         reply.tell(f"I could not {done}: {esc(exc)}")
@@ -188,6 +189,16 @@ def _may_change(services: Services, client: WebClient, reply: Replier) -> bool:
         reply.tell("Planned work and repair verification are limited to the on-call channels and groups, as "
                    "filing is.")
     return allowed
+
+
+def _verb_meant(exc: UnknownName, request: Request) -> str:
+    """A word taken for a node that no node is close to: the command it is close to (`/fabric flet`), and where
+    the commands are listed (`/fabric statsu`)."""
+    if request.verb != "node" or exc.matches:
+        return ""
+    close = get_close_matches(exc.name.lower(), sorted(VERBS - {"help"}), n=1, cutoff=0.75)
+    meant = f" Or did you mean `/fabric {close[0]}`?" if close else ""
+    return f"{meant} `/fabric help` lists the commands."
 
 
 def _maintenance(services: Services, request: Request, user: str) -> str:

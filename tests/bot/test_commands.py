@@ -95,6 +95,18 @@ def _told(local: Any, text: str) -> str:
     return str(local.slack.calls_to("response_url")[before].params["text"])
 
 
+def test_a_mistyped_command_taken_for_a_node_is_offered_the_command() -> None:
+    """`/fabric flet` was answered as a node no one knows, naming five nodes and no command. A word no node is close
+    to now also says where the commands are listed, and the command it is close to; a name close to a node, only
+    the node."""
+    with local_bot() as local:
+        flet, statsu, node = (_told(local, t) for t in ("flet", "statsu", "hpc-gpu-node12"))
+    assert flet.startswith("I don't know a node called `flet`") and flet.endswith(
+        "Or did you mean `/fabric fleet`? `/fabric help` lists the commands.")
+    assert statsu.endswith("`/fabric help` lists the commands.") and "did you mean `/fabric" not in statsu
+    assert "`hpc-gpu-node-12`" in node and "/fabric help" not in node
+
+
 def test_an_unknown_rack_is_said_as_a_rack_with_the_racks_known() -> None:
     """`/fabric rack NAME` answers about racks, never nodes: the rack names close to it, or, with no rack inventory,
     that none is known and how racks become known."""
