@@ -18,11 +18,11 @@ from diagnostics import InputError
 from diagnostics import format as fmt
 from diagnostics.analysis import RepairVerdict
 from diagnostics.config import load_verification
+from diagnostics.service import known
 
 from . import blocks, fitting
 from .digest import Digest, digest_from, digest_lines, more_line
 from .mrkdwn import esc
-from .nodes import UnknownName, close_matches
 from .options import parse_duration
 from .replies import SLACK_FAILURES
 from .services import Services
@@ -37,10 +37,9 @@ log = logging.getLogger("fabricbot")
 
 def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> str:
     """`NODE DURATION [reason...]` or `NODE end`: the reply's text."""
-    node, rest = args[0], list(args[1:])
-    nodes = services.source.node_ids()
-    if node not in nodes:  # answered as any unknown node is: with the close matches
-        raise UnknownName("node", node, close_matches(node, nodes), len(nodes))
+    rest = list(args[1:])
+    # as `/fabric NODE` reads a name (another case, a full-width paste), else with the close matches
+    node = known("node", args[0], services.source.node_ids())
     log = services.source.maintenance()
     now = services.clock()
     if rest == ["end"]:

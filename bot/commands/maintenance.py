@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from diagnostics import InputError
 from diagnostics import format as fmt
+from diagnostics.service import known
 from diagnostics.store import Maintenance, open_store
 
 from ..options import parse_duration, parse_time
@@ -41,8 +42,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
         else:
             print("\n".join(_row(w, now) for w in windows) if windows else "no maintenance windows")
         return 0
-    if args.node not in store.nodes():
-        raise InputError("no such node in the store", field="NODE", value=args.node)
+    args.node = known("node", args.node, store.nodes(), where="store", field="NODE")  # as every command reads it
     if not args.by:
         raise InputError("say who sets it: --by NAME (it is shown on every answer for the node)")
     if args.end:

@@ -3,6 +3,7 @@ digest."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot.cli import main
 from bot.demo import StepClock, bundled, earlier_shift
 from bot.listeners.commands import Request, UsageError, parse
 from bot.nodes import TableNodeSource
@@ -19,6 +21,7 @@ from bot.transport.mock_slack import Message
 from diagnostics import format as fmt
 from diagnostics.analysis import RepairCheck, RepairVerdict
 from diagnostics.service import TableSource
+from diagnostics.store import open_store
 
 from .helpers import LONG_WAIT, OPS, buttons, local_bot, posted, private, summary_for
 
@@ -120,6 +123,19 @@ def test_a_bad_maintenance_request_is_told_what_is_wrong(local: LocalSlack) -> N
     assert local.slack.wait_for(lambda s: any("at most 30 days" in m.text for m in private(s)[before:]), timeout=30)
     said = next(m.text for m in private(local.slack)[before:] if "at most 30 days" in m.text)
     assert said.startswith("I could not set that: ") and "(got '90 days')" in said, said
+
+
+def test_planned_work_reads_a_node_named_in_another_case_as_slash_fabric_does(local: LocalSlack, tmp_path: Path,
+                                                                               bundled_store: Path) -> None:
+    """`/fabric HPC-GPU-NODE-07` found the node, while `/fabric maintenance HPC-GPU-NODE-07 2h` (and `fabricbot
+    maintenance`) answered that no such node is known: both read the name as every door does."""
+    said = _say(local, 'maintenance HPC-GPU-NODE-07 2h "riser"', user="UBOB")
+    assert said.text.startswith(":construction: `hpc-gpu-node-07`") and "in maintenance until" in said.text
+    assert local.app is not None and local.app.services.source.maintenance().windows("hpc-gpu-node-07")
+    store = tmp_path / "s"
+    shutil.copytree(bundled_store, store)
+    assert main(["maintenance", "HPC-GPU-NODE-07", "2h", "--store", str(store), "--by", "bob"]) == 0
+    assert open_store(store).maintenance.windows("hpc-gpu-node-07")
 
 
 def test_the_watch_lists_the_slow_failures_coming(local: LocalSlack, fleet: tuple[TableNodeSource, Any]) -> None:
