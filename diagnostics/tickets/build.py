@@ -185,6 +185,18 @@ def _platform_has(platform: str | None, feature: Need) -> bool | None:
     return entry.has(feature) if entry is not None else None
 
 
+def _gpu_on(diagnosis: Diagnosis, candidate: Candidate, owner: str) -> str | None:
+    """Where a ticket's GPU is when the ticket is filed on a rack: its compute tray and host (drafted from the
+    tray's host, or from the rack with the one host the candidate's link comes from)."""
+    if diagnosis.rack is None:
+        return None
+    host = diagnosis.node_id if diagnosis.node_id != diagnosis.rack.rack_id else \
+        candidate.hosts[0] if len(candidate.hosts) == 1 else None
+    if host is None or host == owner:
+        return None
+    return f"compute tray {candidate.tray}, {host}" if candidate.tray else host
+
+
 def ticket_priority(diagnosis: Diagnosis, candidate: Candidate, thresholds: Thresholds | None = None) -> Priority:
     """The analysis's priority for the component it isolated, or for one whose links explain the job's slowdown;
     for another, the policy over that one's links alone, without a slowdown they do not explain. `thresholds`: the
@@ -344,9 +356,11 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         port = (None, None, PortSource.UNKNOWN, None)
     owner = diagnosis.owner_of(candidate.id)
     held = plan.held or diagnosis.platform_contradicted  # the wrong board's parts: no one acts on them yet
+    gpu = gpu_at(inventory, diagnosis.node_id, candidate.gpu, candidate.ref.bus)
     return RepairTicket(
         node_id=owner, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
-        candidate_id=candidate.id, gpu_index=gpu_at(inventory, diagnosis.node_id, candidate.gpu, candidate.ref.bus),
+        candidate_id=candidate.id, gpu_index=gpu, gpu_on=_gpu_on(diagnosis, candidate, owner) if gpu is not None
+        else None,
         peer=candidate.peer, link_id=candidate.link_id, link_named=link_named(diagnosis, candidate),
         link=candidate.link, lanes=list(candidate.lanes), end=candidate.end, switch=port[0], switch_port=port[1],
         port_source=port[2], port_find_with=port[3], switched=switched,

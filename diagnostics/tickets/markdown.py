@@ -76,7 +76,7 @@ def _reset(t: RepairTicket) -> str:
     if t.reset.scope is ResetScope.NODE and t.fault in _SHARED:
         return "a cold power cycle of the drained node, from its BMC (every GPU stops)"
     text = _RESET[t.reset.scope].format(gpus=", ".join(map(str, t.reset.gpus)))
-    text += f" (`{t.reset.command}`)" if t.reset.command else ""
+    text += f" (`{t.reset.command}`{f' on {t.gpu_on}' if t.gpu_on else ''})" if t.reset.command else ""
     if t.reset.scope is ResetScope.GPU and t.switched is None:  # the board unknown: so is whether it resets alone
         text += " on an Ampere or later board; a pre-Ampere GPU only with every GPU its NVLinks join"
     if t.escalation and t.reset.command and all(s.command != t.reset.command for s in t.repair_steps):
@@ -96,7 +96,7 @@ def ticket_markdown(t: RepairTicket) -> str:
              "| field | value |", "| --- | --- |",
              f"| kind | {t.component_kind.value} |",
              f"| fault | {t.fault.value} |",
-             f"| GPU | {'-' if t.gpu_index is None else t.gpu_index} |",
+             f"| GPU | {'-' if t.gpu_index is None else t.gpu_index}{f' on {t.gpu_on}' if t.gpu_on else ''} |",
              f"| peer | {_cell(t.peer or '-')} |",
              f"| link | {_link(t)} |",
              f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",

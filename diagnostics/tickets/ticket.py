@@ -118,6 +118,8 @@ class RepairTicket(BaseModel):
     component: str
     candidate_id: str
     gpu_index: int | None = None
+    gpu_on: str | None = Field(None, description="Where the GPU is when the ticket is filed on another than its host "
+                                                 "(a rack's): `compute tray 14, rack-12-c14`; a rack has 18 GPU 0s.")
     peer: str | None = None
     link_id: str | None = None
     link: int | None = None

@@ -343,3 +343,10 @@ def test_a_tray_whose_own_end_reads_clean_carries_the_failing_switch_port_its_li
     assert main(["ticket", host, "--store", str(tmp_path / "store"), "--json"]) == 0
     ticket = json.loads(capsys.readouterr().out)
     assert ticket["node_id"] == "rack-01" and ticket["component"] == rack.isolated_component
+    # filed on the rack, whose 18 trays each have a GPU 0: the ticket says which, drafted from the tray or the rack
+    tray_no = int(host.rsplit("-c", 1)[1])
+    for asked in (host, "rack-01"):
+        assert main(["ticket", asked, "--store", str(tmp_path / "store")]) == 0
+        text = capsys.readouterr().out
+        assert f"| GPU | {ticket['gpu_index']} on compute tray {tray_no}, {host} |" in text, asked
+        assert f"-i {ticket['gpu_index']}` on compute tray {tray_no}, {host})" in text, asked
