@@ -86,14 +86,14 @@ def _score(facts: Facts, graph: NodeGraph) -> tuple[float, list[str]]:
     return (agree / checks if checks else 0.0), notes
 
 
-def _choose(facts: Facts, hint: str | None) -> tuple[NodeGraph | None, list[str], tuple[str, ...]]:
-    """The platform whose template the description fits best (`hint`, where one is named), its notes, and the other
-    platforms it fits as well: an HGX H100, H200 and B200 each show 18 NVLinks a GPU in `topo -m`."""
+def _choose(facts: Facts, hint: str | None) -> tuple[NodeGraph | None, list[str]]:
+    """The template of the platform the description fits best (`hint`, where one is named) and its notes; the other
+    platforms it fits as well are the graph's `alike` (an HGX H100, H200 and B200 each show 18 NVLinks a GPU)."""
     platforms = all_platforms()
     if hint:
         graph = platform_graph(hint)
         _, notes = _score(facts, graph)
-        return graph, notes, ()
+        return graph, notes
     scored: list[tuple[float, bool, int, str, list[str]]] = []
     for name, data in platforms.items():
         if int(data.get("gpu_count", 0)) != len(facts.gpus) or data.get("rack"):
@@ -104,7 +104,7 @@ def _choose(facts: Facts, hint: str | None) -> tuple[NodeGraph | None, list[str]
             ids = {str(i).lower() for i in data.get("pci_device_ids", [])}
             scored.append((score, bool(ids & facts.device_ids), int(data.get("detect_preference", 0)), name, notes))
     if not scored:
-        return None, [], ()
+        return None, []
     scored.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
     best = scored[0]
     notes = list(best[4])
@@ -117,7 +117,7 @@ def _choose(facts: Facts, hint: str | None) -> tuple[NodeGraph | None, list[str]
         notes.append(f"the description fits {', '.join([best[3], *ties])} alike: its links are checked against the "
                      "wiring they share, and its platform, so the part a repair names, is not told from it (name it "
                      "with --platform or a nodes.csv; `nvidia-smi -q | grep -i \"product name\"` says which)")
-    return chosen, notes, ties
+    return chosen, notes
 
 
 def _bind_switch_ids(graph: NodeGraph, facts: Facts) -> None:
@@ -186,7 +186,7 @@ def graph_from_topology(topology: pd.DataFrame, *, node_id: str | None = None,
     """The node's graph from TOPOLOGY rows: the platform they fit (or `platform`), else a generic graph."""
     facts = Facts.from_rows(topology)
     node_id = node_id or facts.node_id
-    graph, notes, alike = _choose(facts, platform) if facts.gpus else (None, [], ())
+    graph, notes = _choose(facts, platform) if facts.gpus else (None, [])
     if graph is None:
         count = len(facts.gpus)
         what = f"{count} GPUs" + (f" with {facts.describe_links()}" if count else "")
@@ -196,7 +196,6 @@ def graph_from_topology(topology: pd.DataFrame, *, node_id: str | None = None,
     else:
         graph = graph.copy()
         graph.node_id = node_id
-        graph.alike = alike
         graph.warnings.extend(notes)
         _bind_switch_ids(graph, facts)
         _annotate(graph, facts)
