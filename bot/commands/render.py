@@ -70,7 +70,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         if note not in seen:
             seen.add(note)
             print(f"warning: {note}", file=sys.stderr)
-    platform = drawable.graph.platform or "generic graph"
+    platform = drawable.graph.either or "generic graph"
     diagnosis = drawable.diagnosis
     owner = f"; its suspect is ticketed on {diagnosis.ticket_owner}" \
         if diagnosis is not None and diagnosis.fault_detected and diagnosis.ticket_owner != node else ""

@@ -28,7 +28,7 @@ from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, se
 from ..model import Finding, Localization
 from ..repair import xid_fatal
 from ..topology import NodeGraph
-from ..topology.graph import NVSWITCH
+from ..topology.graph import FABRIC, NVSWITCH
 from .absence import gpu_gone
 from .placed import port_at
 
@@ -161,7 +161,7 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
     by_switch: dict[str, list[Finding]] = defaultdict(list)
     for f in rest:
         switch = _port(graph, f).get("switch") or f.switch
-        if switch:
+        if switch and switch != FABRIC:  # links on chips not told apart share no one chip
             by_switch[str(switch)].append(f)
     for switch, links in sorted(by_switch.items()):
         gpus = sorted({f.gpu for f in links if f.gpu is not None})
@@ -208,12 +208,13 @@ def _shared_switches(nvlinks: list[Finding], graph: NodeGraph | None, gpus: set[
     taken = [f for sw in wide for f in where[sw]]
     rest = [f for f in nvlinks if f not in taken]
     every = graph.switches(NVSWITCH) if graph is not None else []
-    if len(every) >= 2 and set(every) <= set(wide):
+    if (len(every) >= 2 or every == [FABRIC]) and set(every) <= set(wide):
         many = sorted({g for sw in wide for g in hit[sw]})
+        on = "the node's NVSwitches" if every == [FABRIC] else f"all {len(every)} NVSwitches"
         return [Localization(
             ref=ComponentRef.nvswitch(ALL_SWITCHES), fault=FaultKind.NVSWITCH_SHARED, confidence=0.6, **_grade(taken),
-            evidence=[f"{len(taken)} failing NVLinks of GPUs {', '.join(map(str, many))}, on all {len(every)} "
-                      "NVSwitches alike: no one GPU or switch explains it; what every link shares does: the "
+            evidence=[f"{len(taken)} failing NVLinks of GPUs {', '.join(map(str, many))}, on {on} "
+                      "alike: no one GPU or switch explains it; what every link shares does: the "
                       "baseboard that carries the NVSwitches, or the node's driver, firmware, Fabric Manager or power",
                       "compare the driver, Fabric Manager and NVSwitch firmware versions and read the Fabric Manager "
                       "log and the BMC's event log first, then power-cycle the drained node: replacing the baseboard "

@@ -309,7 +309,7 @@ def _legend(ax: _Board, scene: Scene, judged: bool) -> None:
 
 def _title(graph: NodeGraph, diagnosis: Diagnosis | None, window: str | None) -> tuple[str, str]:
     node = (diagnosis.node_id if diagnosis else None) or graph.node_id or "node"
-    parts = [node, graph.platform or "generic graph"]
+    parts = [node, graph.either or "generic graph"]
     if diagnosis is not None:
         parts.append(window or f"{diagnosis.window_hours:g} h window")
         if diagnosis.degradation_pct is not None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..analysis.boards import no_fabric_manager
 from ..analysis.rack_localize import tray_order
-from ..components import ComponentRef
+from ..components import ComponentRef, is_switch
 from ..config.racks import rack_of
 from ..enums import ComponentKind, FaultKind, LinkEnd, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, Localization
@@ -175,9 +175,12 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None, *,
     # state) says more than a count of GPUs with a link down
     said = any(f.ref.slug == fabric.slug for f in bad)
     every = all(f.severity is Severity.DOWN for f in bad if f.ref.kind is ComponentKind.NVLINK)
-    # the analysis's own reason where every link is down and no NVSwitch can be (two GPUs; an H100 NVL pair)
-    none = None if said or not every else no_fabric_manager(diagnosis.platform, diagnosis.platform_guess,
-                                                             len(down_gpus))
+    # the analysis's own reason where every link is down and no NVSwitch can be (two GPUs; an H100 NVL pair), unless
+    # a link lands on one: the node has them, whatever the count of GPUs read
+    switched = any(is_switch(c.switch) for c in links if c.kind is ComponentKind.NVLINK)
+    node_gpus = {f.gpu for f in diagnosis.findings if f.gpu is not None}
+    none = None if said or not every or switched else no_fabric_manager(
+        diagnosis.platform, diagnosis.platform_guess, len(node_gpus))
     wide = said or (len(down_gpus) >= 3 and none is None)
     if said:
         evidence: list[str] = []

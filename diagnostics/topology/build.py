@@ -13,8 +13,9 @@ import networkx as nx
 import pandas as pd
 
 from ..config.platforms import all_platforms
+from ..enums import PortSource
 from .facts import Facts
-from .graph import CPU, GPU, NVSWITCH, NodeGraph, gpu_node, node_name
+from .graph import CPU, FABRIC, GPU, NVSWITCH, NodeGraph, gpu_node, node_name
 from .observed import observe_ports
 from .templates import platform_graph
 
@@ -114,16 +115,41 @@ def _choose(facts: Facts, hint: str | None) -> tuple[NodeGraph | None, list[str]
         chosen = chosen.copy()
         chosen.alike = ties
         notes = _score(facts, chosen)[1]
+        chosen = _shared_fabric(chosen)
         notes.append(f"the description fits {', '.join([best[3], *ties])} alike: its links are checked against the "
-                     "wiring they share, and its platform, so the part a repair names, is not told from it (name it "
-                     "with --platform or a nodes.csv; `nvidia-smi -q | grep -i \"product name\"` says which)")
+                     "NVLink counts they share; their NVSwitch chips and ports differ, so which chip and port a link "
+                     "lands on, and the part a repair names, are not told from it (name the platform with --platform "
+                     "or a nodes.csv; `nvidia-smi -q | grep -i \"product name\"` says which)")
     return chosen, notes
+
+
+def _shared_fabric(graph: NodeGraph) -> NodeGraph:
+    """The graph with its NVSwitch chips as one fabric, every GPU link to them kept by its link index with its chip
+    and port unknown: boards a description fits alike share their GPUs' NVLink counts, not their switches (an HGX H100
+    has four chips, an HGX B200 two), so naming a template's chip or port would name another board's. Only the FRU
+    words every one of the boards uses are kept."""
+    g = graph.graph
+    chips = set(graph.switches(NVSWITCH))
+    if not chips:
+        return graph
+    links = [(u, v, k, d) for u, v, k, d in g.edges(keys=True, data=True) if (u in chips) != (v in chips)]
+    g.remove_nodes_from(chips)
+    g.add_node(FABRIC, kind=NVSWITCH, index="fabric")
+    for u, v, key, data in links:
+        gpu = v if u in chips else u
+        g.add_edge(gpu, FABRIC, key=key, **{**data, "switch": FABRIC, "switch_port": None,
+                                             "port_source": PortSource.UNKNOWN.value})
+    words = [platform_graph(name).fru for name in graph.alike]
+    graph.fru = {k: v for k, v in graph.fru.items() if all(w.get(k) == v for w in words)}
+    return graph
 
 
 def _bind_switch_ids(graph: NodeGraph, facts: Facts) -> None:
     """Name the template's NVSwitch chips by the PCI bus ids the description gives, in bus id order."""
     described = facts.switch_ids()
     template = graph.switches("nvswitch")
+    if template == [FABRIC]:
+        return  # boards fitted alike: which chip is which is not told
     if not described or len(described) != len(template):
         if described:
             graph.warnings.append(f"the description names {len(described)} NVSwitch chips; {graph.platform} has "
@@ -157,7 +183,7 @@ def generic_graph(gpus: int | list[int], *, node_id: str | None = None, facts: F
         if complete and len(indices) > 2 and each > _most_nvlinks():
             # every pair shows the same NV#, more in all than a GPU has: one switch fabric the description does not
             # name (a 4-GPU board's NV6 to each of its 3 peers is its 18 links, direct)
-            fabric = "NVSwitch fabric"
+            fabric = FABRIC
             g.add_node(fabric, kind=NVSWITCH, index="fabric")
             count = next(iter(pairs.values()))
             for gpu in indices:

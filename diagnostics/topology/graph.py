@@ -28,6 +28,10 @@ def node_name(kind: str, index: int | str) -> str:
     return switch_name(index) if kind == NVSWITCH else _NODE_NAME[kind].format(index)
 
 
+# A node's NVSwitch chips as one, where the description does not tell them apart: which chip a link lands on is unknown
+FABRIC = node_name(NVSWITCH, "fabric")
+
+
 def gpu_node(gpu: int) -> str:
     return node_name(GPU, gpu)
 
@@ -103,6 +107,14 @@ class NodeGraph:
         if self.platform is None or not self.alike:
             return self.platform
         return "each of " + ", ".join([self.platform, *self.alike])
+
+    @property
+    def either(self) -> str | None:
+        """The platform as a title names it: 'hgx-h100-8gpu', or 'hgx-h100-8gpu, hgx-h200-8gpu or hgx-b200-8gpu'."""
+        if self.platform is None or not self.alike:
+            return self.platform
+        *first, last = [self.platform, *self.alike]
+        return f"{', '.join(first)} or {last}"
 
     # -- nodes -------------------------------------------------------------------------------------------------
     @property

@@ -11,8 +11,9 @@ from diagnostics.analysis.placed import placed
 from diagnostics.components import ComponentRef
 from diagnostics.enums import ComponentKind, FaultKind, LinkType, PortSource, Severity
 from diagnostics.model import Crossing, Finding
-from diagnostics.topology import NodeGraph, PortInfo, platform_graph
+from diagnostics.topology import NodeGraph, PortInfo, graph_from_topology, platform_graph
 from tests.analysis.helpers import link_series, links, node_links, steady
+from tests.topology.test_build import nv_matrix
 
 
 def bad(gpu: int, link: int, peer: str, **kw: object) -> Finding:
@@ -219,3 +220,17 @@ def test_a_link_placed_then_localized_asks_its_graph_for_its_port_once(monkeypat
     assert sorted(asked) == [(2, 1), (5, 7)]
     assert sorted(loc.component for loc in locs) == ["GPU 2 NVLink 1 -> NVSwitch 0 port 9",
                                                      "GPU 5 NVLink 7 -> NVSwitch 1 port 28"]
+
+
+def test_links_on_a_fabric_whose_chips_are_not_told_share_no_one_chip() -> None:
+    """A graph fitted to boards alike (or a description that names no chip) has one NVSwitch fabric: two GPUs' links
+    on it were 'the switch (its baseboard)', though they may land on two chips. They stay two links; most GPUs
+    failing on it is still what every link shares, one suspect."""
+    graph = graph_from_topology(nv_matrix(8, 18))
+    assert graph.switches("nvswitch") == ["NVSwitch fabric"]
+    two = localize_all([bad(1, 0, "NVSwitch fabric"), bad(6, 17, "NVSwitch fabric")], graph)
+    assert sorted((loc.kind, loc.gpu, loc.link) for loc in two) == [(ComponentKind.NVLINK, 1, 0),
+                                                                       (ComponentKind.NVLINK, 6, 17)]
+    every = [bad(g, k, "NVSwitch fabric") for g in range(8) for k in range(18)]
+    (shared,) = localize_all(every, graph)
+    assert shared.fault is FaultKind.NVSWITCH_SHARED and "on the node's NVSwitches alike" in shared.evidence[0]

@@ -3,6 +3,7 @@ the store alike, and says nothing when the platform was named."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from diagnostics.service import Request, diagnose, files_source
@@ -78,3 +79,28 @@ def test_a_peer_gpu_from_a_guessed_platforms_wiring_is_said_assumed_by_the_ticke
             assert len(answer) == 1, got.warnings
         else:
             assert not said and not answer, (ticket.warnings, got.warnings)
+
+
+def test_a_link_on_boards_fitted_alike_names_no_template_chip_or_port(tmp_path: Path) -> None:
+    """On the B200 `topo -m` that three boards fit alike, GPU 0's NVLink 13 down was said to land on 'NVSwitch 2 port
+    4', the HGX H100 template's (a B200 has two chips, not four). It now lands on the node's NVSwitch fabric, port
+    unknown with the read that finds it, and both tickets take the parts of a switched board (a module, then the
+    baseboard), never an NVLink bridge; the platform named, the board's own chip and port come back."""
+    status = tmp_path / "nvlink_s.txt"
+    status.write_text("GPU 0: NVIDIA Graphics Device (UUID: GPU-0000)\n" + "".join(
+        f"\t Link {n}: {'<inactive>' if n == 13 else '50 GB/s'}\n" for n in range(18)), encoding="utf-8")
+    source, _, _ = files_source([B200_TOPOLOGY, status], node="b")
+    answer = diagnose(source, Request(node="b"))
+    got = answer.diagnosis
+    assert got.platform is None and got.isolated_component == "GPU 0 NVLink 13 -> NVSwitch fabric"
+    link = RulesDrafter().draft(got, graph=answer.graph)
+    aggregate = RulesDrafter().draft(got, component="GPU 2 NVLinks", graph=answer.graph)
+    for ticket in (link, aggregate):
+        assert (ticket.replacement_part and ticket.replacement_part.id, ticket.next_part and ticket.next_part.id) == \
+            ("unknown-gpu", "unknown-gpu-baseboard"), ticket.component
+        text = ticket.to_markdown()
+        assert "NVSwitch fabric (port unknown; confirm with `nvidia-smi nvlink -R" in text
+        assert not re.search(r"NVSwitch \d", text) and "assumed from the platform template" not in text
+        assert "no NVSwitch board holds two GPUs" not in text  # two GPUs down on an eight-GPU switched board
+    named = diagnose(source, Request(node="b", platform="hgx-b200-8gpu")).diagnosis
+    assert named.isolated_component == "GPU 0 NVLink 13 -> NVSwitch 1 port 4"

@@ -69,6 +69,24 @@ def test_a_description_several_platforms_fit_alike_names_them_all_and_none_of_th
     assert named.platform == "hgx-b200-8gpu" and named.alike == () and named.named == "hgx-b200-8gpu"
 
 
+def test_boards_fitted_alike_keep_their_shared_link_counts_and_no_one_boards_chips() -> None:
+    """An HGX H100 has four NVSwitch chips and a B200 two: a graph fitted to both takes neither's. Each GPU keeps its
+    18 links by index, on one NVSwitch fabric whose ports are unknown, with only the FRU words the boards share; a
+    picture's title names them all."""
+    graph = graph_from_topology(nv_matrix(8, 18))
+    assert graph.switches("nvswitch") == ["NVSwitch fabric"]
+    assert all(graph.expected_links(g) == 18 for g in graph.gpus)
+    port = graph.port_of(0, 13)
+    assert (port.switch, port.switch_port, port.source) == ("NVSwitch fabric", None, PortSource.UNKNOWN)
+    assert port.find_with is not None and "nvlink -R" in port.find_with
+    assert graph.fru == {} and port.fru == "GPU 0 (part unknown)"  # "HGX baseboard" and "HGX B200 baseboard" differ
+    assert graph.either == "hgx-h100-8gpu, hgx-h200-8gpu or hgx-b200-8gpu"
+    assert not any("NVSwitch chips" in w and "has 1" in w for w in graph.warnings)
+    named = graph_from_topology(nv_matrix(8, 18), platform="hgx-b200-8gpu")
+    assert len(named.switches("nvswitch")) == 2 and named.port_of(0, 13).source is PortSource.ASSUMED
+    assert named.either == "hgx-b200-8gpu"
+
+
 def short_gpus(gpus: int, count: int, short: dict[int, int]) -> pd.DataFrame:
     """A switched board's rows whose GPUs in `short` have fewer NVLinks: each of their pairs shows the fewer."""
     rows = nv_matrix(gpus, count)
