@@ -408,11 +408,21 @@ class SweepResult(BaseModel):
         where the text is `inline` in parentheses already."""
         # a part is its link (or GPU, or node) and what it is: a GPU's Xid and its NVLinks' totals are two parts, as
         # the node's findings and the fleet view count them; a link over two rules, or a GPU over two codes, is one
-        kinds = {(*o.link_key, o.counted_as): o.counted_as for o in self.offenders}
+        kinds = {self._part_key(o): o.counted_as for o in self.offenders}
         broken = sum(len(o.rules) for o in self.offenders)  # a gone GPU's one row counts each rule it broke
         breaches = fmt.count(broken, "rule breach", "rule breaches")
         said = "" if broken == len(kinds) else f", {breaches}," if inline else f" ({breaches})"
         return f"{offending_parts(list(kinds.values()))}{said}"
+
+    def _part_key(self, o: Offender) -> tuple[object, ...]:
+        """What makes a row's part one part: its node's link, GPU or node; but a rack's shared unit (a switch tray's
+        port, a cable cartridge), which the compute tray at a link's GPU end and the switch tray's host both list, is
+        one part of its rack."""
+        ref = o.ref
+        d = self.diagnoses.get(o.node_id)
+        if ref is not None and d is not None and d.rack is not None and (ref.switch_tray or ref.cartridge):
+            return d.rack.rack_id, ref.slug, o.counted_as
+        return *o.link_key, o.counted_as
 
     def headline(self) -> str:
         """One line for a person: never 'healthy' unless every query answered in full."""

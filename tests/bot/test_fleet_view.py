@@ -262,3 +262,20 @@ def test_a_racks_hosts_under_one_ticket_are_one_entry_that_hides_no_other_rack(t
     out = io.StringIO()
     sweep_table(result, out, every=True)
     assert all(re.search(rf"^  {re.escape(e[-1])} ", out.getvalue(), re.M) for e in led.values())
+
+
+def test_a_racks_switch_port_listed_by_two_hosts_is_counted_once(tmp_path: Path) -> None:
+    """A switch port whose failed recoveries only its switch side reports is a row of the compute tray at its GPU
+    end and of the switch tray's host: the sweep's headline counted it twice (292 parts where 291 were). It is one
+    part of the rack, in the sweep's count and `/fabric fleet`'s, while each host still lists it."""
+    from diagnostics.service import sweep
+    from diagnostics.synth.rack_fleet import generate_racks
+
+    generate_racks(out=tmp_path / "fleet", seed=0, racks=1, hours=8, scenarios=["switch_port"])
+    open_store(tmp_path / "store").ingest([tmp_path / "fleet"])
+    result = sweep(StoreSource(tmp_path / "store"), Request())
+    ports = [o for o in result.offenders if o.ref is not None and o.ref.switch_tray and o.ref.port is not None
+             and o.ref.kind.value == "nvswitch"]
+    assert len({o.node_id for o in ports}) == 2 and len({o.ref.slug for o in ports if o.ref}) == 1, ports
+    assert result.found().startswith("1 offending link"), result.found()
+    assert "1 offending link" in shown(json.dumps([b.to_dict() for b in fleet_blocks(result, limit=5)]))
