@@ -94,6 +94,9 @@ def parse(text: str) -> Request:
                 raise UsageError("`--window` wants a duration like `6h`, `90m` or `2d`")
             window = _window(value if eq else words.popleft())
         elif node is not None and not word.startswith("-"):  # `/fabric node-1 node-2`: one node a command
+            if (verb := close_verb(node)) is not None:  # `/fabric rakc rack-12`: a command mistyped, not two nodes
+                raise UsageError(f"`{esc(node)}` is no command: did you mean `/fabric {verb} {esc(word)}`? "
+                                 "`/fabric help` lists the commands")
             raise UsageError(f"one node a command: `/fabric {esc(node)}`, then `/fabric {esc(word)}` (a whole rack: "
                              "`/fabric rack &lt;rack&gt;`; every node: `/fabric fleet`)")
         elif word.startswith("--") or node is not None:
@@ -196,9 +199,16 @@ def _verb_meant(exc: UnknownName, request: Request) -> str:
     the commands are listed (`/fabric statsu`)."""
     if request.verb != "node" or exc.matches:
         return ""
-    close = get_close_matches(exc.name.lower(), sorted(VERBS - {"help"}), n=1, cutoff=0.75)
-    meant = f" Or did you mean `/fabric {close[0]}`?" if close else ""
+    close = close_verb(exc.name)
+    meant = f" Or did you mean `/fabric {close}`?" if close else ""
     return f"{meant} `/fabric help` lists the commands."
+
+
+def close_verb(word: str) -> str | None:
+    """The command a word that names nothing is a slip of (`flet`, `rakc`, `jbo`), or None: commands are words, so a
+    name with digits or dashes (`rack-12`, `n1`) is never one."""
+    close = get_close_matches(word.lower(), sorted(VERBS - {"help"}), n=1, cutoff=0.6) if word.isalpha() else []
+    return close[0] if close else None
 
 
 def _maintenance(services: Services, request: Request, user: str) -> str:

@@ -100,9 +100,10 @@ def test_a_mistyped_command_taken_for_a_node_is_offered_the_command() -> None:
     to now also says where the commands are listed, and the command it is close to; a name close to a node, only
     the node."""
     with local_bot() as local:
-        flet, statsu, node = (_told(local, t) for t in ("flet", "statsu", "hpc-gpu-node12"))
+        flet, statsu, node, jbo = (_told(local, t) for t in ("flet", "statsu", "hpc-gpu-node12", "jbo"))
     assert flet.startswith("I don't know a node called `flet`") and flet.endswith(
         "Or did you mean `/fabric fleet`? `/fabric help` lists the commands.")
+    assert jbo.endswith("Or did you mean `/fabric job`? `/fabric help` lists the commands.")
     assert statsu.endswith("`/fabric help` lists the commands.") and "did you mean `/fabric" not in statsu
     assert "`hpc-gpu-node-12`" in node and "/fabric help" not in node
 

@@ -109,3 +109,14 @@ def test_two_nodes_in_one_command_are_told_to_ask_one_at_a_time() -> None:
         parse("rack-01-c01 rack-01-c02")
     with pytest.raises(UsageError, match="unexpected `--frobnicate`"):
         parse("rack-01-c01 --frobnicate")
+
+
+def test_a_mistyped_command_with_its_argument_is_offered_the_command() -> None:
+    """`/fabric rakc rack-12` was read as two nodes, and `jbo` was not close enough to `job`: a word that is no node
+    name and close to a command is offered it, with the argument typed; a name with digits never is."""
+    for typed, meant in (("rakc rack-12", "rack rack-12"), ("jbo 4411", "job 4411"),
+                         ("mainteance n1", "maintenance n1")):
+        with pytest.raises(UsageError, match=rf"did you mean `/fabric {meant}`\? `/fabric help` lists the commands"):
+            parse(typed)
+    with pytest.raises(UsageError, match="one node a command"):
+        parse("rack-12 rack-13")
