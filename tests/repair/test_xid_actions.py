@@ -65,6 +65,9 @@ def test_the_real_xid_145_149_log_resets_each_gpu_by_its_pci_address() -> None:
     for gpu, action in actions.items():
         bus = gpu.removeprefix("the GPU at PCI ")
         assert f"`nvidia-smi -r -i {bus}`" in action and f"`nvidia-smi nvlink -e -i {bus}`" in action, action
+        # an Xid 145 known only from a later Xid 45's "caused by" line: its own line, fatal or not, was never read
+        unsure = "no line read shows this one fatal" in action
+        assert "not logged fatal" not in action and unsure == (bus != "0000:dc:00.0"), action
     ticket = RulesDrafter().draft(diagnosis)  # the GPU its Link Fatal Xid 149 stopped, before the Xid 145s' GPUs
     assert ticket.reset.command == "nvidia-smi -r -i 0000:dc:00.0"
     assert ticket.repair_steps[0].command == "nvidia-smi nvlink -e -i 0000:dc:00.0"
