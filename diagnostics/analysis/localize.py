@@ -174,8 +174,19 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
                           "the switch (its baseboard) is the common end"]))
     out.extend(_links(rest, graph))
     covered = {loc.gpu for loc in out if loc.gpu is not None}
-    out.extend(_xid_link(f) for f in findings if _bad(f) and XID_NVLINK_RULE in _rules(f) and f.gpu not in covered)
+    xids = [f for f in findings if _bad(f) and XID_NVLINK_RULE in _rules(f)]
+    out = [_with_own_xids(loc, xids) for loc in out]
+    out.extend(_xid_link(f) for f in xids if f.gpu not in covered)
     return sorted(out, key=_standing(findings))
+
+
+def _with_own_xids(loc: Localization, xids: list[Finding]) -> Localization:
+    """A GPU suspected on its NVLinks with the NVLink Xids its driver logged on it: they are that part's events, listed
+    and ranked with it, not after its links as if no suspect explained them."""
+    if loc.fault is not FaultKind.GPU_NVLINKS or loc.gpu is None:
+        return loc
+    own = [f.component for f in xids if f.gpu == loc.gpu and f.component not in loc.links]
+    return loc.model_copy(update={"links": [*loc.links, *own]}) if own else loc
 
 
 def _standing(findings: list[Finding]) -> Any:

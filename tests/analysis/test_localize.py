@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from diagnostics import format as fmt
 from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.localize import localize, localize_all
 from diagnostics.analysis.placed import placed
+from diagnostics.analysis.urgency import urgent_first
 from diagnostics.components import ComponentRef
 from diagnostics.enums import ComponentKind, FaultKind, LinkType, PortSource, Severity
 from diagnostics.model import Crossing, Finding
 from diagnostics.topology import NodeGraph, PortInfo, graph_from_topology, platform_graph
-from tests.analysis.helpers import link_series, links, node_links, steady
+from tests.analysis.helpers import events, link_series, links, node_links, steady
 from tests.topology.test_build import nv_matrix
 
 
@@ -89,6 +91,20 @@ def test_gpu_wide_fault_end_to_end() -> None:
     assert d.localization is not None and d.localization.kind is ComponentKind.GPU and d.localization.gpu == 4
     assert d.isolated_component == "GPU 4"
     assert "GPU 4" in d.repair_action
+
+
+def test_a_gpu_suspected_on_its_nvlinks_holds_the_nvlink_xid_logged_on_it() -> None:
+    """GPU 6 failing on every NVLink with an Xid 74 on it: the Xid was no link of the GPU's suspect, so every fleet
+    list put it after the GPU's 18 links. It is the suspect's own event, listed with it and first of its rows."""
+    frame = node_links({(4, k): 2500.0 for k in range(18)})
+    end = frame["timestamp"].max()
+    xid = events([{"timestamp": end - pd.Timedelta(minutes=10), "kind": "xid", "gpu": 4, "code": 74,
+                   "text": "NVLink error", "source": "kern.log:1"}])
+    d = analyze_tables({"link_samples": frame, "events": xid}, node_id="n1", platform="hgx-h100-8gpu")
+    assert d.localization is not None and d.isolated_component == "GPU 4"
+    own = [f.component for f in d.findings if any(c.rule == "xid_nvlink" for c in f.crossed)]
+    assert own and set(own) <= set(d.localization.links) and len(d.localizations) == 1
+    assert urgent_first(d)[0][1].component in own
 
 
 def test_no_failing_link_no_localization() -> None:
