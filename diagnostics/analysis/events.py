@@ -226,6 +226,14 @@ def _told_by(group: pd.DataFrame) -> str:
     return f", named by a later {later} (its own line is not in the input)"
 
 
+def _before(group: pd.DataFrame, first: pd.Timestamp | None) -> str:
+    """Where every event of a finding is from before the window (a fatal one no restart since has cleared), its time:
+    a months-old Xid is never read as this window's."""
+    if first is None or "_persists" not in group or not group["_persists"].fillna(False).astype(bool).all():
+        return ""
+    return f", logged {fmt.when(first)}, before this window"
+
+
 def _who(rows: pd.DataFrame) -> pd.Series:
     bus = rows["pci_bus_id"].astype("string") if "pci_bus_id" in rows else pd.Series(pd.NA, index=rows.index)
     return rows["gpu"].astype("string").fillna(bus).fillna("")
@@ -333,7 +341,8 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
                         unit=rule.unit, severity=rule.severity, codes=_per_code(group),
                         fatal=bool(_fatal(group, rule.counter).any()), investigate=asked.says if asked else None,
                         investigate_bucket=(asked.investigate or None) if asked else None,
-                        message=f"{occurrences:g} {label} {listed} on {who}{_told_by(group)} ({rule.name})")]
+                        message=f"{occurrences:g} {label} {listed} on {who}{_told_by(group)}{_before(group, first)} "
+                                f"({rule.name})")]
     severity, ratio = summarize(crossed)
     catalog = load_xid_catalog() if rule.counter == EventKind.XID.value else load_sxid_catalog()
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"

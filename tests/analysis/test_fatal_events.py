@@ -56,6 +56,12 @@ def test_a_fatal_xid_before_the_window_still_fails_its_gpu() -> None:
     assert "xid_nvlink" in _rules(d) and d.fault_detected
     finding = next(f for f in d.findings if any(c.rule == "xid_nvlink" for c in f.crossed))
     assert any("before this window: it holds until a GPU reset" in e for e in finding.evidence)
+    # the line every door quotes (the digest's "new failing parts", the sweep's row) dates it: a months-old Xid of a
+    # node that only ever sent its kernel log was read there as this window's
+    (said,) = [c.message for c in finding.crossed]
+    assert said == "1 Xid 74 on GPU 2, logged 2026-03-01 02:00 UTC, before this window (xid_nvlink)", said
+    fresh = _diagnose({"link_samples": _links(), "events": events([_xid(74, 5.5)])})
+    assert not any("before this window" in c.message for f in fresh.findings for c in f.crossed)
 
 
 def test_a_reset_of_its_gpu_or_a_reboot_clears_it_and_another_gpus_does_not() -> None:
