@@ -192,6 +192,14 @@ def check_repair(tables: Mapping[str, pd.DataFrame], *, node_id: str, parts: Col
             return done(RepairVerdict.FAILED, [*_moved_said(hits, moved), *(_line(f, end) for f in hits)])
         notes += [_line(f, end) for f in _hits(diagnosis, judged, Severity.WARNING)][:3 - len(notes)]
         end += step
+    since = end - step  # the readings after the last full window: errors there fail the repair now, not in an hour
+    if now is not None and since < now and windows < soak_windows:
+        diagnosis = analyze_tables(tables, node_id=node_id, window=now - since, end=now, thresholds=thresholds,
+                                   platform=platform, platforms=platforms)
+        hits = _hits(diagnosis, judged, worst)
+        if hits:
+            checked_to = now
+            return done(RepairVerdict.FAILED, [*_moved_said(hits, moved), *(_line(f, now) for f in hits)])
     tested = diagnostic is not None and diagnostic.passed and diagnostic.at >= repaired_at
     covered_enough = windows >= soak_windows and covered >= policy.min_coverage * soak_windows
     held = covered_enough and (loaded > 0 or tested)

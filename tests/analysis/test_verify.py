@@ -70,6 +70,24 @@ def test_a_soak_too_short_or_without_readings_of_the_part_is_still_verifying() -
     assert "only 0 of 6 windows hold a reading of the part" in blind.evidence[0]
 
 
+def test_errors_before_the_first_full_window_fail_the_repair_at_once() -> None:
+    """Two readings two minutes after a reseat, replays climbing 4,000 between them: `analyze` paged the part, while
+    the verification said "0 h clean of the soak" because no full hour had passed. The readings since the last full
+    window are judged too, as `analyze` judges them; clean ones keep it verifying."""
+    after = T0 + pd.Timedelta(minutes=1)
+    back = links(link_series([10.0, 4010.0], gpu=2, link=1, step_min=2.0, start=after),
+                 link_series([0.0, 0.0], gpu=0, link=0, step_min=2.0, start=after))
+    now = (T0 + pd.Timedelta(minutes=3)).to_pydatetime()
+    check = check_repair({"link_samples": back}, node_id="n1", parts={PART}, repaired_at=T0.to_pydatetime(), now=now,
+                         policy=SOAK)
+    assert check.verdict is RepairVerdict.FAILED and check.windows == 0, check
+    assert "GPU 2 NVLink 1" in check.evidence[0] and "replays" in check.evidence[0]
+    quiet = links(link_series([10.0, 10.0], gpu=2, link=1, step_min=2.0, start=after))
+    held = check_repair({"link_samples": quiet}, node_id="n1", parts={PART}, repaired_at=T0.to_pydatetime(),
+                        now=now, policy=SOAK)
+    assert held.verdict is RepairVerdict.HOLDING and "no full 1 h window" in held.evidence[0]
+
+
 def test_the_stored_check_reads_only_what_came_after_the_repair(tmp_path: Path) -> None:
     before = links(link_series(steady(9000.0, 13), gpu=2, link=1, start=T0 - pd.Timedelta(hours=1)))
     after = _node(steady(3.0, SAMPLES))
