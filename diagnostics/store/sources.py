@@ -351,15 +351,21 @@ def ahead_warning(outcome: FileOutcome, *, now: datetime, tolerance: timedelta) 
     with the fleet's."""
     if outcome.status != "ingested" or outcome.result is None:
         return None
-    frame = outcome.result["link_samples"]
-    if "timestamp" not in frame.columns or not len(frame):
+    said, newest = [], None
+    for table, noun in (("link_samples", "link reading"), ("events", "event")):
+        frame = outcome.result.tables.get(table)
+        if frame is None or "timestamp" not in frame.columns or not len(frame):
+            continue
+        times = pd.to_datetime(frame["timestamp"], utc=True).dropna()
+        late = times[times > pd.Timestamp(now + tolerance)]
+        if len(late):
+            said.append(fmt.count(len(late), noun))
+            newest = late.max() if newest is None else max(newest, late.max())
+    if newest is None:
         return None
-    times = pd.to_datetime(frame["timestamp"], utc=True).dropna()
-    late = times[times > pd.Timestamp(now + tolerance)]
-    if not len(late):
-        return None
-    ahead = (late.max() - pd.Timestamp(now)).total_seconds() / 3600
-    return IngestWarning(outcome.name, None, f"{fmt.count(len(late), 'link reading')} dated after this machine's "
-                         f"clock, the newest {fmt.hours(round(ahead, 1))} ahead ({fmt.when(late.max())}): the node's "
-                         "clock runs ahead, or its zone was read wrong; stored, but not judged with the fleet's "
+    ahead = (newest - pd.Timestamp(now)).total_seconds() / 3600
+    by = fmt.hours(round(ahead, 1)) if ahead < 48 else fmt.count(round(ahead / 24), "day")
+    return IngestWarning(outcome.name, None, f"{' and '.join(said)} dated after this machine's clock, the newest "
+                         f"{by} ahead ({fmt.when(newest)}): the node's clock runs ahead, its "
+                         "zone was read wrong, or --at is in the future; stored, but not judged with the fleet's "
                          "readings (a sweep's window ends where the fleet's readings are)")

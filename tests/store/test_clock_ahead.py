@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -28,3 +29,14 @@ def test_readings_dated_after_the_wall_clock_are_said(tmp_path: Path) -> None:
 @freeze_time("2026-03-01T00:55:00Z")
 def test_readings_within_the_tolerance_are_not(tmp_path: Path) -> None:
     assert not [w for w in _ingest(tmp_path, T0) if "after this machine's clock" in w]
+
+
+@freeze_time("2026-03-01T00:30:00Z")
+def test_events_given_a_time_in_the_future_are_said_too(tmp_path: Path) -> None:
+    """A kernel log ingested with `--at 2030-01-01` stored its SXid dated years ahead without a word: a time ahead of
+    the clock is said for events as for link readings, in days where it is that far."""
+    real = Path(__file__).parents[2] / "fixtures" / "real" / "sxid_22013_h100_1.txt"
+    report = open_store(tmp_path / "store").ingest([real], node_id="h1", at=datetime(2030, 1, 1, tzinfo=UTC))
+    said = [str(w) for w in report.warnings if "after this machine's clock" in str(w)]
+    assert len(said) == 1 and "event" in said[0] and "1,402 days ahead (2030-01-01 00:00 UTC)" in said[0], said
+    assert "--at is in the future" in said[0]
