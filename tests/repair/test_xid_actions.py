@@ -94,3 +94,15 @@ def test_a_link_on_a_rack_switch_tray_with_no_platform_names_the_compute_tray_no
     assert rack.part is not None and rack.part.id == "unknown-rack-compute-tray"
     assert board.part is not None and board.part.id == "unknown-gpu"  # the module, then the baseboard
     assert board.next_part is not None and board.next_part.id == "unknown-gpu-baseboard"
+
+
+@pytest.mark.parametrize("platform", ["hgx-h100-8gpu", "dgx-a100-8gpu"])
+def test_a_gpu_off_the_bus_known_by_its_address_reseats_the_boards_own_pcie_path(platform: str) -> None:
+    """A kernel log's Xid 79 names the GPU by its PCI address: on a named HGX board the action said to reseat "the
+    PCIe riser, cable or retimer" (a PCIe server's parts) while the ticket's part was the board's host PCIe path."""
+    plan = repair_plan(platform, FaultKind.GPU_OFF_BUS, PlanFacts(node_id="n1", bus="0000:91:00.0",
+                                                                  unit="the GPU at PCI 0000:91:00.0"))
+    assert plan.part is not None and "riser" not in plan.action, plan.action
+    assert f"reseat the {plan.part.fru} of the GPU at PCI 0000:91:00.0" in plan.action
+    reseat = next(s.text for s in plan.repair if s.text.startswith("With the node powered off, reseat"))
+    assert plan.part.fru in reseat and "riser, cable or retimer" not in reseat, reseat
