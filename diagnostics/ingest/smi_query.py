@@ -111,7 +111,7 @@ class SmiQueryReader:
         bare = [(node, each) for node, readings in logs.items() for each in readings[-1:] if each.whole and each.gpus
                 and not any(what[0] in ("PCI", "Fabric") for g in each.gpus.values() for what in g.seen)]
         for node, each in reversed(bare):  # each host's output, named where the paste holds several
-            said = _without_sections(each)
+            said = _cut_before_sections() if each.cut_short else _without_sections(each)
             out.warnings.insert(0, IngestWarning(source.name, None, f"{node}: {said}" if len(bare) > 1 else said))
         return out.result()
 
@@ -138,6 +138,13 @@ def _log_of(logs: dict[str | None, list[_Log]], out: Collector) -> _Log:
     return logs.setdefault(out.node_id, [_Log(out)])[-1]
 
 
+def _cut_before_sections() -> str:
+    """What a `-q` output cut off before any GPU's PCI or Fabric section is: no display left them out."""
+    return ("this nvidia-smi -q output is cut off before any GPU's PCI or Fabric section, so nothing in it is read; "
+            "paste `nvidia-smi -q` whole (PCIe replays, generation and width in its PCI section, the fabric state in "
+            "its Fabric section)")
+
+
 def _without_sections(log: _Log) -> str:
     """What a `-q` output whose GPU sections hold no PCI or Fabric section is, and what to run instead."""
     shown = sorted(set(log.displays))
@@ -161,6 +168,7 @@ class _Log:
         self.gpu: _Gpu | None = None
         self.attached: tuple[int, int] | None = None  # what `Attached GPUs` states, and its line
         self.whole = False  # the log's own header was seen: keys before the first GPU are its header's
+        self.cut_short = False  # the input ends inside its last GPU's section (`finish`)
         self.logs = 0  # its `NVSMI LOG` banners: `-q -i N` outputs one after another print one each
         self.driver: str | None = None
         self.stack: list[tuple[int, str]] = []
@@ -332,6 +340,7 @@ class _Log:
         last = max((g.number for g in gpus), default=None)
         cut = last is not None and (any(w.cut and last <= (w.line or 0) < (self.until or INFINITE_LINE)
                                         for w in self.out.warnings) or gpus[-1].stops_short)
+        self.cut_short = cut
         if self.attached is not None and self.attached[0] != len(gpus):
             if cut and self.whole and len(gpus) < self.attached[0]:  # stops inside its last section: a whole -q
                 self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output, cut off, "

@@ -178,6 +178,17 @@ def test_an_output_run_with_a_display_of_no_section_read_says_so_and_what_to_run
     assert not [w for w in stored if "not read as" in w], stored
 
 
+def test_an_output_cut_before_its_sections_is_said_cut_not_run_with_a_display(tmp_path: Path) -> None:
+    """The real H100 `-q` cut at 1,500 bytes, inside GPU 0's section: it was said to be a `-d` display that left the
+    PCI and Fabric sections out, beside the warning that the input was cut. It is said cut, and what to paste."""
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes((REAL / "smi_q_h100_8gpu_gpud_1.txt").read_bytes()[:1500])
+    result = read(cut)
+    said = [w.message for w in result.warnings]
+    assert any("cut off before any GPU's PCI or Fabric section" in w for w in said), said
+    assert not any("display it was run with" in w for w in said) and any("ends inside this line" in w for w in said)
+
+
 def test_a_display_named_by_no_command_is_told_by_the_sections_it_holds() -> None:
     text = ECC.read_text(encoding="utf-8")
     result = read_text("\n".join(line for line in text.splitlines() if "nvidia-smi" not in line) + "\n")
