@@ -11,6 +11,7 @@ failing node's.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -22,6 +23,12 @@ def normal_name(name: str) -> str:
     from a web page or a chat carries along (a zero-width space, a joiner, a direction mark: Unicode category Cf)."""
     plain = "".join(c for c in unicodedata.normalize("NFKC", name) if unicodedata.category(c) != "Cf")
     return plain.strip()
+
+
+def unpadded(name: str) -> str:
+    """The name with its letter case folded and its numbers without leading zeros: `hpc-gpu-node-1` and
+    `HPC-GPU-NODE-01` are one in this form, the slip of a person typing a numbered host's name."""
+    return re.sub(r"\d+", lambda m: str(int(m[0])), normal_name(name).casefold())
 
 
 def _char(c: str) -> str:

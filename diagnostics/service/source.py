@@ -18,7 +18,7 @@ import pandas as pd
 from ..analysis.jobs import History
 from ..errors import InputError, shown_value
 from ..model import RackSlot
-from ..names import case_matches, resolve_name
+from ..names import case_matches, resolve_name, unpadded
 from ..store.database import connect
 from ..store.maintenance import Maintenance, MaintenanceLog
 
@@ -130,7 +130,9 @@ def close_matches(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     held: dict[str, str] = {}
     for other in names:
         held.setdefault(other.casefold(), other)
-    return [held[m] for m in difflib.get_close_matches(name.casefold(), list(held), n=n, cutoff=0.5)]
+    same = sorted(other for other in held.values() if unpadded(other) == unpadded(name))  # node-1 for node-01
+    close = [held[m] for m in difflib.get_close_matches(name.casefold(), list(held), n=n, cutoff=0.5)]
+    return list(dict.fromkeys([*same, *close]))[:n]
 
 
 def known(kind: str, name: str, names: list[str], *, where: str | None = None, field: str | None = None,

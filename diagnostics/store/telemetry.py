@@ -30,6 +30,7 @@ from ..errors import InputError
 from ..ingest.base import IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
 from ..model import RackSlot
+from ..names import unpadded
 from ..progress import Progress, advance
 from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, naming, run_rows
 from ..times import utc_datetime, utc_ns
@@ -414,13 +415,20 @@ class TelemetryStore:
 
 
 def case_apart(before: Collection[str], after: Collection[str], where: str) -> list[IngestWarning]:
-    """A node an ingest added whose name is a stored node's but for letter case (`--node HPC-GPU-NODE-12` beside
-    hpc-gpu-node-12): one machine's readings split over two nodes, each judged on half of them, said."""
-    known = {n.casefold(): n for n in before}
-    return [IngestWarning(where, None, f"node {new!r} is stored apart from {old!r}, which differs from it only in "
-                          "letter case: if they are one machine, its readings are now split between them; ingest them "
-                          f"again with --node {old}")
-            for new in sorted(set(after) - set(before)) if (old := known.get(new.casefold())) is not None]
+    """A node an ingest added whose name is a stored node's but for letter case or a number's leading zeros (`--node
+    HPC-GPU-NODE-12` beside hpc-gpu-node-12, `--node hpc-gpu-node-1` beside hpc-gpu-node-01): one machine's
+    readings split over two nodes, each judged on half of them, said."""
+    known = {unpadded(n): n for n in before}
+    out = []
+    for new in sorted(set(after) - set(before)):
+        old = known.get(unpadded(new))
+        if old is None:
+            continue
+        how = "letter case" if new.casefold() == old.casefold() else "letter case or a number's leading zeros"
+        out.append(IngestWarning(where, None, f"node {new!r} is stored apart from {old!r}, which differs from it only "
+                                 f"in {how}: if they are one machine, its readings are now split between them; ingest "
+                                 f"them again with --node {old}"))
+    return out
 
 
 def open_store(root: Path | str, *, create: bool = True) -> TelemetryStore:

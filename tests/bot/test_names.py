@@ -131,3 +131,21 @@ def test_a_node_ingested_under_another_case_is_said_and_a_case_alike_lookup_offe
     assert cli(["analyze", "--store", store, "--node", "Hpc-Gpu-Node-12"]) == 2
     err = capsys.readouterr().err
     assert f"did you mean {FAILING.upper()}, {FAILING}?" in err, err
+
+
+def test_a_node_typed_without_its_numbers_leading_zero_is_said_and_offered_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`ingest --node hpc-gpu-node-1` beside hpc-gpu-node-01 silently stored a new node (the real one then looked
+    silent), and a lookup of `hpc-gpu-node-1` offered -12, -11, -10 but not -01. The ingest says the split, and the
+    lookup offers -01 first."""
+    real = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nvlink_e_v100_short_form_dated_2.txt"
+    store = str(tmp_path / "store")
+    for node in ("hpc-gpu-node-01", "hpc-gpu-node-10", "hpc-gpu-node-11", "hpc-gpu-node-12"):
+        assert cli(["ingest", str(real), "--store", store, "--node", node]) == 0
+    capsys.readouterr()
+    assert cli(["analyze", "--store", store, "--node", "hpc-gpu-node-1"]) == 2
+    assert "did you mean hpc-gpu-node-01, " in capsys.readouterr().err
+    assert cli(["ingest", str(real), "--store", store, "--node", "hpc-gpu-node-1", "--at", "now"]) == 0
+    err = capsys.readouterr().err
+    assert "node 'hpc-gpu-node-1' is stored apart from 'hpc-gpu-node-01', which differs from it only in letter case " \
+           "or a number's leading zeros" in err, err
