@@ -25,6 +25,7 @@ from ..nodes import StoreNodeSource
 from ..options import parse_time
 from ..storage import ENV_STORE, open_db
 from ..workflow.history import part_history
+from ..workflow.states import TicketState
 from ..workflow.tracker import RepairTimeError, SqliteTracker, Ticket, ticket_time
 from ..workflow.verification import reported_diagnostics, source_check, verify_repairs
 from . import SUMMARIES
@@ -124,7 +125,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--store", metavar="DIR", help="the store folder (default FABRICBOT_STORE or ./.store)")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     listing = actions.add_parser("list", help="every ticket (the default)")
-    listing.add_argument("--status", help="only tickets in this state (open, verifying, closed)")
+    listing.add_argument("--status", choices=[str(s) for s in TicketState], help="only tickets in this state")
     listing.add_argument("--json", action="store_true")
     show = actions.add_parser("show", help="one ticket with its history")
     show.add_argument("ticket", metavar="ID")

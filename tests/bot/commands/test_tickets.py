@@ -6,7 +6,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from bot.cli import main
 from bot.storage import open_db
 from bot.workflow.tracker import SqliteTracker
 from diagnostics import format as fmt
@@ -163,3 +165,12 @@ def test_a_verifying_ticket_s_repair_time_is_said_as_every_other_time(tmp_path: 
         code, out, _ = cli("tickets", "--store", str(store), *action)
         assert code == 0
         assert out.splitlines()[0].endswith(f"verifying urgent  n1 / GPU 2 NVLink 1, repaired {said} by UTECH")
+
+
+def test_a_mistyped_state_is_refused_with_the_states_not_answered_with_no_tickets(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tickets list --status verifyng` printed "no tickets" and exited 0: a typo read as an empty list."""
+    with pytest.raises(SystemExit) as refused:
+        main(["tickets", "--store", str(tmp_path / "store"), "list", "--status", "verifyng"])
+    out, err = capsys.readouterr()
+    assert refused.value.code == 2 and not out and "invalid choice: 'verifyng'" in err and "'verifying'" in err
