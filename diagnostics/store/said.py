@@ -73,6 +73,16 @@ def keep_refused(db: sqlite_utils.Database, refused: list[str], stored: list[Ing
         db.table(TABLE).insert_all(rows, pk=("sha256", "node_id", "seq"), replace=True, alter=True)
 
 
+def clear_refused(db: sqlite_utils.Database, stored: Collection[str]) -> None:
+    """A file stored under the name of one an earlier ingest refused (the file mended and ingested again): that
+    refusal is no longer said on any node's answers (in the caller's transaction)."""
+    if not stored or TABLE not in db.table_names():
+        return
+    for name in sorted(set(stored)):
+        head = f"refused:{name}: "
+        db.execute(f"DELETE FROM [{TABLE}] WHERE substr(sha256, 1, ?) = ?", [len(head), head])
+
+
 def said_of(db: sqlite_utils.Database, nodes: Collection[str] | None, start_ns: int | None,
             end_ns: int | None) -> dict[str, list[str]]:
     """Per node, what reading its files said when they were ingested, in the order they were: the files whose

@@ -43,8 +43,8 @@ from .event_times import end_with_events, events_after, newest_event
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import ScanStats, read_parts, writing_pool
 from .records import read_whole, write_nodes
+from .said import clear_refused, keep_refused, said_of
 from .said import keep as keep_said
-from .said import keep_refused, said_of
 from .same_time import same_time_notes
 from .selection import Selection, read_selected
 from .sources import (
@@ -120,6 +120,7 @@ class TelemetryStore:
             advance(progress)
         refused = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
         with transaction(self._db):
+            clear_refused(self._db, [o.name for o in outcomes if o.status == "ingested"])
             keep_refused(self._db, refused, [o.result for o in outcomes if o.status == "ingested" and o.result])
             keep_xid_state(self._db, xid_last)
         report = IngestReport.of(outcomes)

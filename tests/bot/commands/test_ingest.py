@@ -273,6 +273,22 @@ def test_an_unknown_platform_in_a_nodes_file_names_its_line_and_value_once(tmp_p
     assert err.count("'hgx-h100'") == err.count("(got 'hgx-h100')") >= 1
 
 
+def test_a_refused_file_mended_and_ingested_again_is_no_longer_said(tmp_path: Path, cli: Cli,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A nodes.csv refused for an unknown platform was said on the node's every answer, even after the mended file
+    was stored under the same name and the node's platform read from it."""
+    monkeypatch.chdir(tmp_path)
+    Path("nodes.csv").write_text("node_id,platform\ndgx1-07,dgx1-v100\n")
+    readings = str(REAL / "nvlink_e_v100_short_form_dated_2.txt")
+    cli("ingest", "nodes.csv", readings, "--node", "dgx1-07", "--store", "st")
+    said = "nodes.csv: line 2, field 'platform': unknown platform"
+    assert said in "".join(cli("analyze", "--store", "st", "--node", "dgx1-07")[1:])
+    Path("nodes.csv").write_text("node_id,platform\ndgx1-07,dgx1-v100-8gpu\n")
+    assert cli("ingest", "nodes.csv", "--store", "st")[0] == 0
+    _, out, err = cli("analyze", "--store", "st", "--node", "dgx1-07", "--json")
+    assert json.loads(out)["platform"] == "dgx1-v100-8gpu" and said not in err + out
+
+
 @pytest.mark.parametrize("at", ["now", "mtime"])
 def test_a_reading_piped_in_takes_the_time_of_the_command(tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch,
                                                            at: str) -> None:
