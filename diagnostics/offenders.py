@@ -137,9 +137,11 @@ def worst_first(found: list[Offender], places: Mapping[str, int] | None = None) 
     it does; then a link down before one over a threshold, then by how far over it; then the order given."""
     places = places or {}
 
-    def ratio(o: Offender) -> float:
-        if o.rate_per_hour is None or not o.above:
+    def ratio(o: Offender) -> float:  # as a node's analysis ranks its crossings (`rules.crossings`): one order
+        if o.rate_per_hour is None:
             return 0.0
+        if not o.above:  # any event breaks it: as far over as can be
+            return float("inf") if o.rate_per_hour > 0 else 0.0
         if o.rule in BELOW_RULES:  # short of the platform's (links, GPUs, bus bandwidth): the fewer, the worse
             return o.above / o.rate_per_hour if o.rate_per_hour > 0 else float("inf")
         return o.rate_per_hour / o.above

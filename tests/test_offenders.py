@@ -5,9 +5,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from diagnostics.analysis import analyze_tables
+from diagnostics.analysis.urgency import places
 from diagnostics.components import ComponentRef
 from diagnostics.enums import LinkType, Severity
-from diagnostics.offenders import Offender, SweepResult, far_ends_folded, named_as_read_back
+from diagnostics.offenders import (
+    Offender,
+    SweepResult,
+    far_ends_folded,
+    named_as_read_back,
+    offenders_of,
+    worst_first,
+)
+from tests.analysis.helpers import link_series, links, steady
 
 AT = datetime(2026, 9, 17, 8, tzinfo=UTC)
 CRC = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=7, link=15, rule="crc", severity=Severity.WARNING,
@@ -69,3 +79,15 @@ def test_a_gpus_xid_and_its_nvlinks_totals_are_two_parts_as_the_fleet_view_count
     xid = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=1, xid=149, rule="xid_nvlink", severity=Severity.DOWN)
     assert _headline(totals, xid) == "2 offending parts on 1 node"
     assert _headline(xid, xid.model_copy(update={"xid": 74})) == "1 offending GPU (2 rule breaches) on 1 node"
+
+
+def test_a_parts_rows_come_in_the_order_its_analysis_ranks_its_crossings() -> None:
+    """A PCIe link over its replay rate and with a replay rollover (any rollover breaks its rule): `analyze`, its
+    suspect's evidence and the digest led with the rollover, the sweep with the replays. One order now: a rule any
+    event breaks is as far over as can be, in the sweep as in the analysis."""
+    frame = links(link_series({"replay": steady(4000.0), "replay_rollovers": [0.0] * 12 + [1.0]}, gpu=2, link=None,
+                              link_type="pcie", peer="CPU 0"))
+    d = analyze_tables({"link_samples": frame}, node_id="n1")
+    (finding,) = [f for f in d.findings if f.severity is not Severity.OK]
+    rows = worst_first(offenders_of(d), places(d))
+    assert [o.rule for o in rows] == [c.rule for c in finding.crossed] == ["pcie_replay_rollover", "pcie_replay"]
