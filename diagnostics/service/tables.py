@@ -273,6 +273,12 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
                 else "names no node")
         raise InputError(f"the input {said}: give --node NODE", source=where, field="--node")
     named_as = chosen  # what the files' rows call it: their warnings are its (another node's file's are not)
+    if node is not None and named and chosen not in named:  # a paste taken as the node asked, beside a log naming
+        # its own host: that host's readings are not this answer's, and are never dropped unsaid
+        listed = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+        said_unnamed.append(f"the input also holds readings that name another node ({listed}): this answer about "
+                            f"{chosen} leaves them out (`--node {named[0]}` answers them; `ingest --node {chosen}` "
+                            f"stores every file's readings as {chosen}'s, one machine's)")
     source = TableSource(unnamed_as(loaded.tables, chosen), name="files")
     if chosen not in source.nodes() and len(source.nodes()) == 1:  # an NMX-T tray's place, renamed once placed
         only = source.nodes()[0]

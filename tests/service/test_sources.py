@@ -231,3 +231,17 @@ def test_a_node_asked_about_wins_over_a_capture_banner_s_node() -> None:
         assert chosen == node and source.nodes() == [node]
         diagnosis = diagnose(source, Request(node=chosen)).diagnosis
         assert diagnosis.node_id == node and pd.Timestamp(diagnosis.window_end) == pd.Timestamp("2026-08-13 07:53:30Z")
+
+
+def test_a_log_naming_its_own_host_beside_a_paste_taken_as_the_node_asked_is_said_not_dropped() -> None:
+    """`analyze topo_m.txt xid74.log --node x1`: the `topo -m` names no node and became x1's, the kernel log names
+    its host, and its fatal Xid 74 vanished from the answer without a word (alone, the log is refused: no x1 in it).
+    The answer now says what it leaves out and how to ask for it."""
+    real = FIXTURES / "real"
+    source, node, said = files_source([real / "topo_m_hgx_h100_1.txt", real / "xid74_link_a100_vllm_1.txt"],
+                                      node="x1")
+    assert node == "x1" and "192.168.11.119" in source.nodes()
+    (left,) = [w for w in said if "name another node" in w]
+    assert "(192.168.11.119)" in left and "`--node 192.168.11.119`" in left and "`ingest --node x1`" in left
+    _, _, alone = files_source([real / "topo_m_hgx_h100_1.txt"], node="x1")
+    assert not [w for w in alone if "name another node" in w]
