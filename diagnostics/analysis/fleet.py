@@ -203,7 +203,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     fabric = fabric_states(events)
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
                             restarts, view.gpus_seen)
-    recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
+    recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get, restarts)
     applications = application_notes(events, start_ns, end_ns, graph_of.buses, thresholds, graph_of.nvlink_generation)
     off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
     measured = measured_bandwidth(steps, graph_of.platform, thresholds)  # nccl-tests all_reduce runs

@@ -40,9 +40,12 @@ class Recovery:
 
 
 def recovery_actions(events: pd.DataFrame | None, start_ns: int, end_ns: int,
-                     buses: Mapping[str, int] | None = None) -> dict[int | str, Recovery]:
+                     buses: Mapping[str, int] | None = None,
+                     restarts: Mapping[int | None, int] | None = None) -> dict[int | str, Recovery]:
     """One node's pending recovery actions by GPU: the newest Xid 154 or DCGM reading in the window, none where
-    that newest says None. `buses` names the GPU of a kernel line that gives only its PCI address."""
+    that newest says None. `buses` names the GPU of a kernel line that gives only its PCI address. `restarts` (GPU
+    -> its counters' last restart; None -> the node's): one asked before the window still stands until a restart
+    after it is seen, as the fatal Xid it follows does (`events.event_findings`)."""
     if events is None or not len(events) or not {"kind", "code", "timestamp"} <= set(events.columns):
         return {}
     kind = events["kind"].astype("string")
@@ -53,7 +56,12 @@ def recovery_actions(events: pd.DataFrame | None, start_ns: int, end_ns: int,
     if not len(rows):
         return {}
     t = ns(rows["timestamp"])
-    keep = (t > start_ns) & (t <= end_ns)
+    restarts = restarts or {}
+    never = -(2**63)
+    whole = restarts.get(None, never)
+    cleared = [max(whole, restarts.get(g, never)) if isinstance(g, int) else whole
+               for g in (_gpu(row, buses or {}) for _, row in rows.iterrows())]
+    keep = ((t > start_ns) | (t > pd.array(cleared, dtype="int64").to_numpy())) & (t <= end_ns)
     rows, t = rows[keep], t[keep]
     table = load_recovery()
     newest: dict[int | str, Recovery] = {}
@@ -74,9 +82,11 @@ def recovery_actions(events: pd.DataFrame | None, start_ns: int, end_ns: int,
 
 
 def fleet_recoveries(events: pd.DataFrame, start_ns: int, end_ns: int,
-                     buses: Callable[[str], Mapping[str, int] | None]) -> dict[str, dict[int | str, Recovery]]:
+                     buses: Callable[[str], Mapping[str, int] | None],
+                     restarts: Mapping[str, Mapping[int | None, int]] | None = None
+                     ) -> dict[str, dict[int | str, Recovery]]:
     """Every node's pending recovery actions, the events filtered once for the fleet (a few rows are Xid 154 or
-    a DCGM reading); `buses(node)`: its PCI address -> GPU index."""
+    a DCGM reading); `buses(node)`: its PCI address -> GPU index; `restarts`: as `recovery_actions`', by node."""
     if not len(events) or not {"kind", "code", "node_id"} <= set(events.columns):
         return {}
     kind = events["kind"].astype("string")
@@ -85,7 +95,7 @@ def fleet_recoveries(events: pd.DataFrame, start_ns: int, end_ns: int,
                    | ((kind == EventKind.XID.value) & (code == RECOVERY_XID))).fillna(False).to_numpy(bool)]
     out = {}
     for node, mine in rows.groupby(rows["node_id"].astype("string"), observed=True):
-        found = recovery_actions(mine, start_ns, end_ns, buses(str(node)))
+        found = recovery_actions(mine, start_ns, end_ns, buses(str(node)), (restarts or {}).get(str(node)))
         if found:
             out[str(node)] = found
     return out

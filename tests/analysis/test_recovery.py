@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from diagnostics.analysis import analyze_fleet
+from diagnostics.analysis.recovery import recovery_actions
 from diagnostics.config.recovery import load_recovery
 from diagnostics.enums import EventKind, ResetScope
 from diagnostics.ingest.base import Source
@@ -21,6 +22,10 @@ from .helpers import T0, conform, node_links
 
 END = T0 + pd.Timedelta(hours=1)
 AT = T0 + pd.Timedelta(minutes=40)
+
+
+def ns_of(t: pd.Timestamp) -> int:
+    return int(t.value)
 
 
 def _xid154(gpu: int, text: str, at: pd.Timestamp = AT) -> dict[str, object]:
@@ -111,3 +116,18 @@ def test_a_kernel_line_with_only_its_pci_address_is_placed_by_the_gpu_table_or_k
     assert list(recovery_actions(events, start, end, {"0000:18:00.0": 2})) == [2]
     kept = recovery_actions(events, start, end)
     assert list(kept) == ["0000:18:00.0"] and "the GPU at PCI 0000:18:00.0" in kept["0000:18:00.0"].said
+
+
+def test_an_action_asked_before_the_window_stands_until_a_restart_after_it() -> None:
+    """The driver asked "GPU Reset Required" with the fatal Xid 74 it followed; once the window moved past both,
+    the Xid still held (it holds until a reset) but the driver's action was gone from the answer. It stands as the
+    Xid does, until a restart of its GPU or node is seen after it."""
+    early = _xid154(2, "0x0 (None) to 0x2 (Node Reboot Required)", at=T0 - pd.Timedelta(hours=2))
+    d, _ = _node(early)
+    assert d.localization is not None and d.localization.recovery_scope == "node", d.localization
+    events = conform(EVENTS, pd.DataFrame([early]))
+    start, end = ns_of(T0), ns_of(END)
+    assert recovery_actions(events, start, end)  # nothing read since: it stands
+    assert not recovery_actions(events, start, end, restarts={None: ns_of(T0 - pd.Timedelta(hours=1))})
+    assert not recovery_actions(events, start, end, restarts={2: ns_of(T0 - pd.Timedelta(hours=1))})
+    assert recovery_actions(events, start, end, restarts={5: ns_of(T0 - pd.Timedelta(hours=1))})  # another GPU's
