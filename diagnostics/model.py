@@ -272,6 +272,10 @@ class Diagnosis(BaseModel):
     platform_contradicted: str | None = Field(
         default=None, description="Why the readings do not fit the platform named (their GPU model names another): "
                                   "every part's ticket is held until the input and the platform agree.")
+    platforms_alike: list[str] = Field(
+        default_factory=list, description="Where no platform is told: those the node's own topology fits alike (an "
+                                          "HGX H100's, H200's and B200's 18 NVLinks a GPU): its parts are one of "
+                                          "theirs, not told which.")
     window_hours: float = Field(
         description="The span the rates are per hour over: the window asked, or the shorter span the readings cover "
                     "where they begin inside it (`window_asked_hours` then says the window asked).")

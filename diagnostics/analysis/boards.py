@@ -142,6 +142,13 @@ class Boards:
         graph = self.given.get(node) or self.described.get(node)
         return graph.platform if graph is not None and not graph.alike else None
 
+    def alike(self, node: str) -> list[str]:
+        """The platforms the node's own topology fits alike, where none is told (`platform` is None); else none."""
+        graph = self.described.get(node)
+        if self.platform(node) is not None or graph is None or graph.platform is None or not graph.alike:
+            return []
+        return [graph.platform, *graph.alike]
+
     def contradiction(self, node: str) -> str | None:
         """Why the node's named platform does not fit its readings (their GPU model names another); None where it
         does, or none was named."""

@@ -103,7 +103,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False,
              lists_every_link: bool = False, platform_guess: str | None = None,
              window_asked_hours: float | None = None, counted: bool | None = None, read_once: int = 0,
-             pinned: int = 0, dropped: int = 0, unread: int = 0, contradicted: str | None = None) -> Diagnosis:
+             pinned: int = 0, dropped: int = 0, unread: int = 0, contradicted: str | None = None,
+             platforms_alike: list[str] | None = None) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts). `counted`: whether an error counter was read on any of its links (None:
@@ -184,7 +185,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     headline = (loc.component if loc else top.component if top else "None") if failing else "None"
     return Diagnosis(
         node_id=node_id, platform=platform, platform_guess=platform_guess,
-        platform_contradicted=contradicted if platform is not None else None, window_hours=window_hours,
+        platform_contradicted=contradicted if platform is not None else None,
+        platforms_alike=list(platforms_alike or []) if platform is None else [], window_hours=window_hours,
         window_asked_hours=window_asked_hours, window_end=window_end, fault_detected=failing,
         isolated_component=headline, degradation_pct=degradation, repair_action=action,
         ticket_priority=level, findings=findings, thresholds=thresholds.table(),

@@ -350,7 +350,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             unread=len(unread.get(node, [])),
             has_links=node in view.gpus_seen or node in reporting_links,
             job_gpus=_job_gpus(job, graph_of), stated_pairs=node in listed, lists_every_link=full,
-            platform_guess=graph_of.guess(node), contradicted=graph_of.contradiction(node))
+            platform_guess=graph_of.guess(node), contradicted=graph_of.contradiction(node),
+            platforms_alike=graph_of.alike(node))
         if full and job is not None:  # one node's view: what the correlation read, for its picture
             evidence = step_evidence(result.diagnoses[node], job, index.of(job.job_id), found, links, t,
                                      end_ns=end_ns, thresholds=thresholds, history=history)

@@ -167,6 +167,7 @@ class Contradiction(_Model):
 
 class Warnings(_Model):
     unknown_platform: Text
+    unknown_platform_alike: Text
     unlisted_platform: Text
     assumed_port: Text
     assumed_pcie_port: Text | None = None  # a PCIe switch's port from the template, confirmed with lspci

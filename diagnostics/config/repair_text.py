@@ -21,6 +21,7 @@ PLACEHOLDERS = frozenset({
     "compute_trays",  # "compute tray H" or "compute trays H1, H2": the hosts, named with their count
     "rack_stops", "rack_hosts_csv", "jobs", "nmx", "recovery",  # what a rack-wide step stops; NMX-C; Xid 154
     "bus",  # a GPU named by its PCI address alone
+    "boards",  # with no platform told: those the node's topology fits alike
     "rack_ports",  # where the rack file's port map comes from: assumed, stated, or no rack file
     "find_link",  # the read that names an NVLink the input does not (an Xid without a link number)
     "nvlinks_reach", "gpu_common_end", "module_reseat",  # how a board's GPU links leave it; how its GPU is reseated

@@ -98,7 +98,9 @@ class _Builder:
         self.contradiction: str | None = None
         if self.plat is not None:
             self.sources.append(f"{platform}: {self.plat.source}")
-        if platform is None:
+        if platform is None and facts.boards:
+            self._warn(cat.warning.unknown_platform_alike, boards=", ".join(facts.boards))
+        elif platform is None:
             self._warn(cat.warning.unknown_platform)
         elif self.plat is None:
             self._warn(cat.warning.unlisted_platform)

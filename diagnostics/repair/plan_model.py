@@ -31,6 +31,8 @@ class PlanFacts(ComponentFacts):
     jobs: list[str] = Field(default_factory=list, description="The jobs running there.")
     nmx: str | None = Field(default=None, description="In a rack: where NMX-Controller runs, as the inventory says.")
     rack_id: str | None = Field(default=None, description="In a rack: its name (else node_id names it).")
+    boards: list[str] = Field(default_factory=list, description="With no platform: those the node's topology fits "
+                                                                "alike, one of which it is.")
 
 
 class Capture(_Model):

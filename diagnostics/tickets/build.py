@@ -348,6 +348,9 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         repair = [s.model_copy(update={"text": w}) for s, w in zip(repair, repair_wording, strict=True)]
     prio = ticket_priority(diagnosis, candidate, thresholds)
     switched = _platform_has(plan.platform, "nvswitch")
+    if switched is None and diagnosis.platforms_alike:  # one of the boards its topology fits: known where all agree
+        each = {_platform_has(board, "nvswitch") for board in diagnosis.platforms_alike}
+        switched = each.pop() if len(each) == 1 else None
     port = (candidate.switch, candidate.switch_port, candidate.port_source,
             candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None)
     nvlink = candidate.kind in (ComponentKind.NVLINK, ComponentKind.GPU) \

@@ -24,7 +24,7 @@ def plan_for(diagnosis: Diagnosis, candidate: Candidate, repeat_offender: Repeat
     down = (candidate.kind is ComponentKind.NVLINK and any(states)) or (
         candidate.fault is FaultKind.GPU_NVLINKS and bool(states) and all(states))
     facts = PlanFacts(node_id=diagnosis.owner_of(candidate.id), link_down=down, unit=candidate.component,
-                      bus=candidate.ref.bus,
+                      bus=candidate.ref.bus, boards=diagnosis.platforms_alike,
                       **candidate.model_dump(include=set(ComponentFacts.model_fields)),
                       **place_facts(diagnosis.rack, diagnosis.job_id))
     return repair_plan(diagnosis.platform, candidate.fault, facts, repeat_offender=repeat_offender)

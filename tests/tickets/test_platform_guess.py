@@ -54,7 +54,10 @@ def test_a_topology_several_boards_fit_alike_names_no_one_boards_part() -> None:
     ticket = RulesDrafter().draft(got)
     parts = [p for p in (ticket.replacement_part, ticket.next_part) if p is not None]
     assert ticket.gpu_index == 2 and parts and all(p.platform == "unknown" for p in parts)
-    text = ticket.model_dump_json().replace("each of hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu has", "")
+    text = ticket.model_dump_json()
+    boards = "hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu"
+    for said in (f"each of {boards} has", f"{boards} alike"):
+        text = text.replace(said, "")  # the boards it fits, said; none of their parts
     assert not any(board in text for board in ("hgx-h100", "HGX H100", "SXM5", "hgx-b200", "HGX B200"))
     assert 'grep -i \\"product name\\"' in text  # the read that names the board
     named = RulesDrafter().draft(diagnose(source, Request(node="b", platform="hgx-b200-8gpu")).diagnosis)
@@ -104,3 +107,19 @@ def test_a_link_on_boards_fitted_alike_names_no_template_chip_or_port(tmp_path: 
         assert "no NVSwitch board holds two GPUs" not in text  # two GPUs down on an eight-GPU switched board
     named = diagnose(source, Request(node="b", platform="hgx-b200-8gpu")).diagnosis
     assert named.isolated_component == "GPU 0 NVLink 13 -> NVSwitch 1 port 4"
+
+
+def test_a_ticket_on_boards_fitted_alike_names_them_and_asks_only_what_tells_them_apart() -> None:
+    """The B200 ticket asked for the `topo -m` it was drafted from and kept a pre-Ampere reset caveat, though the
+    topology fits only Hopper and Blackwell boards with NVSwitches. It names those boards, asks for the product name
+    alone, and resets the GPU alone, as each of them does; a board named, none of it."""
+    source, _, _ = files_source([B200_TOPOLOGY], node="b")
+    answer = diagnose(source, Request(node="b"))
+    got = answer.diagnosis
+    assert got.platforms_alike == ["hgx-h100-8gpu", "hgx-h200-8gpu", "hgx-b200-8gpu"]
+    ticket = RulesDrafter().draft(got, graph=answer.graph)
+    (said,) = [w for w in ticket.warnings if w.startswith("platform")]
+    assert "fits hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu alike" in said and "topo -m" not in said, said
+    assert ticket.switched is True and "pre-Ampere" not in ticket.to_markdown().split("| reset |")[1].split("\n")[0]
+    named = diagnose(source, Request(node="b", platform="hgx-b200-8gpu")).diagnosis
+    assert named.platforms_alike == []
