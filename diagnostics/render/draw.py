@@ -39,7 +39,7 @@ from ..model import Diagnosis
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph
 from .colours import HEALTHY, NOT_READ, NOT_REPORTING, PCIE_HEALTHY, SEVERITY_COLOURS, SUSPECT
 from .scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene
-from .text import fit
+from .text import fit, footnote
 
 SIZE_PX = (1200, 900)
 PNG_COMPRESSION = 1  # zlib level: higher levels cost more time than they save bytes here
@@ -354,7 +354,7 @@ def render_with_warnings(graph: NodeGraph, diagnosis: Diagnosis | None = None, *
             canvas, legend_left)
     notes = [*graph.warnings, *scene.warnings]
     for i, note in enumerate(notes[:3]):
-        ax.text(0.15, 0.52 - 0.2 * i, f"! {note}"[:160], fontsize=7.5, color="#862e9c", va="center")
+        ax.text(0.15, 0.52 - 0.2 * i, footnote(note, 160), fontsize=7.5, color="#862e9c", va="center")
     out = io.BytesIO()
     if fmt == "png":
         canvas.draw()

@@ -26,6 +26,7 @@ from ..errors import InputError
 from ..model import Diagnosis, Finding, Localization
 from ..topology.rack import RackGraph, rack_graph
 from .draw import PNG_COMPRESSION, SEVERITY_COLOURS, SIZE_PX, SUSPECT
+from .text import footnote
 
 HEALTHY = "#dee2e6"
 UNREAD = "#f8f9fa"  # a tray the inventory does not name: its links are not read
@@ -248,7 +249,7 @@ def _header(fig: Figure, d: Diagnosis, loc: Localization | None, unplaced: list[
     fig.text(0.012, 0.928, sub, fontsize=11, va="center", color=SUSPECT if loc is not None else "#495057")
     lines = [f"{f.component}: {f.severity.value}" for f in unplaced[:2]] + list(d.warnings[:2])
     for i, line in enumerate(lines[:3]):
-        fig.text(0.012, 0.895 - 0.024 * i, f"! {line}"[:170], fontsize=7.5, va="center", color="#862e9c")
+        fig.text(0.012, 0.895 - 0.024 * i, footnote(line, 170), fontsize=7.5, va="center", color="#862e9c")
 
 
 __all__ = ["render_rack", "severity_grid", "suspect_boxes", "wants_rack_view"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
@@ -16,3 +18,9 @@ def fit(line: Text, canvas: FigureCanvasAgg, right_px: float) -> None:
     while size > MIN_FONT and line.get_window_extent(renderer).x1 > right_px:
         size -= 0.5
         line.set_fontsize(size)
+
+
+def footnote(note: str, width: int) -> str:
+    """A warning under a picture, cut at a word with an ellipsis where it is longer than the line holds (it was cut
+    mid-word: "their NVSwitch chips and p")."""
+    return textwrap.shorten(f"! {note}", width, placeholder=" …")

@@ -29,10 +29,11 @@ from diagnostics.render.draw import (
     render_with_warnings,
 )
 from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, layout
-from diagnostics.render.text import fit
+from diagnostics.render.text import fit, footnote
 from diagnostics.service import Request, StoreSource, diagnose, files_source, fleet
 from diagnostics.snapshots import Snapshot
-from diagnostics.topology import generic_graph, platform_graph
+from diagnostics.topology import generic_graph, graph_from_topology, platform_graph
+from tests.topology.test_build import nv_matrix
 
 MAX_BYTES = 300 * 1024
 
@@ -398,3 +399,14 @@ def test_the_subtitle_counts_the_links_in_words_that_agree(warned: int, said: st
     diag = diagnosis([finding(2, 1, Severity.FAILING),
                       *(finding(5, 10 + k, Severity.WARNING, replay=120.0) for k in range(warned))])
     assert _title(platform_graph("hgx-h100-8gpu"), diag, None)[1] == said
+
+
+def test_a_long_warning_under_the_picture_is_cut_at_a_word_with_an_ellipsis() -> None:
+    """The alike boards' warning ran past its line and was cut mid-word ("their NVSwitch chips and p")."""
+    graph = graph_from_topology(nv_matrix(8, 18))
+    (said,) = [w for w in graph.warnings if "alike" in w]
+    note = footnote(said, 160)
+    assert len(note) <= 160 and note.endswith(" …") and note.startswith("! the description fits")
+    assert said.startswith(note.removeprefix("! ").removesuffix(" …"))  # cut after a whole word
+    assert said[len(note.removeprefix("! ").removesuffix(" …"))] == " "
+    assert footnote("GPU 2 is short", 160) == "! GPU 2 is short"
