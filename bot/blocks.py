@@ -163,8 +163,9 @@ def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
     for n, loc in enumerate(diagnosis.localizations or ([diagnosis.localization] if diagnosis.localization else [])):
         if loc.ref.kind is ComponentKind.GPU_FABRIC:
             continue
-        own = sorted(((index[name], name) for name in loc.links if name in index), key=lambda p: rank[p[0]])
-        covered.update(i for i, _ in own)
+        every = sorted(((index[name], name) for name in loc.links if name in index), key=lambda p: rank[p[0]])
+        covered.update(i for i, _ in every)
+        own = [p for p in every if p[1] != loc.component] or every  # its own finding (a GPU's Xid) is its button
         covered.update(i for i, f in links if f.ref.slug == loc.ref.slug)
         if len(own) == 1 and own[0][1] == loc.component:  # a lone link: its own button
             out.append(_Draftable(own[0][1], f"{DRAFT_ACTION}:{own[0][0]}", DraftTarget(analysis_id, own[0][0])))
