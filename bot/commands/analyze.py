@@ -145,8 +145,12 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     else:
         _table(answer.diagnosis, sys.stdout, only_flagged=True, thresholds=thresholds)
     code = _said(answer)
+    end = answer.diagnosis.window_end
     what = "the store's" if args.store else "the input's"
-    old = None if args.end else old_readings(answer.diagnosis.window_end, what=what, option="--end")
+    if args.store and not args.job and end is not None and (newest := StoreSource(args.store).newest()) is not None \
+            and end < newest:  # a node whose window ends at its own newest (its kernel log alone), not the store's
+        what = f"{answer.diagnosis.node_id}'s"
+    old = None if args.end else old_readings(end, what=what, option="--end")
     if old is not None:  # a fault of months ago is not paged as today's
         print(f"fabricbot: {old}", file=sys.stderr)
     return code

@@ -37,3 +37,20 @@ def test_an_answer_of_old_readings_says_how_old_and_its_ticket_when(tmp_path: Pa
     assert f"- judged over the window 1 h to {fmt.when(ended)}" in out, out
     out = cli("ticket", str(LOG), "--rules", "--json")[1]
     assert json.loads(out)["evidence"]["window"] == f"window 1 h to {fmt.when(ended)}"
+
+
+def test_a_node_judged_to_its_own_older_log_says_its_own_newest_reading_not_the_stores(tmp_path: Path,
+                                                                                        cli: Cli) -> None:
+    """A store with readings of May and a node whose kernel log alone, of April, was ingested: that node's window
+    ends at its own newest event, yet the answer said "the store's newest reading is from" April."""
+    store = str(tmp_path / "store")
+    assert cli("ingest", str(LOG), "--store", store)[0] == 0
+    readings = FIXTURES / "real" / "nvlink_e_v100_short_form_dated_2.txt"  # dated 2026-05-13
+    assert cli("ingest", str(readings), "--node", "dgx1-07", "--store", store)[0] == 0
+    node = json.loads(cli("analyze", str(LOG), "--json")[1])["node_id"]
+    out = cli("analyze", "--store", store, "--node", node, "--json")[1]
+    ended = datetime.fromisoformat(json.loads(out)["window_end"])
+    with freeze_time(ended + timedelta(days=300)):
+        said = cli("analyze", "--store", store, "--node", node)[2]
+        assert f"{node}'s newest reading is from {fmt.when(ended)}" in said and "the store's" not in said, said
+        assert "the store's newest reading" in cli("analyze", "--store", store, "--node", "dgx1-07")[2]
