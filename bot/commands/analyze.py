@@ -147,10 +147,11 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     code = _said(answer)
     end = answer.diagnosis.window_end
     what = "the store's" if args.store else "the input's"
-    if args.store and not args.job and end is not None and (newest := StoreSource(args.store).newest()) is not None \
-            and end < newest:  # a node whose window ends at its own newest (its kernel log alone), not the store's
-        what = f"{answer.diagnosis.node_id}'s"
     old = None if args.end else old_readings(end, what=what, option="--end")
+    if old is not None and args.store and not args.job and end is not None \
+            and (newest := StoreSource(args.store).newest()) is not None and end < newest:
+        # a node whose window ends at its own newest (its kernel log alone), not the store's: asked only when said
+        old = old_readings(end, what=f"{answer.diagnosis.node_id}'s", option="--end")
     if old is not None:  # a fault of months ago is not paged as today's
         print(f"fabricbot: {old}", file=sys.stderr)
     return code

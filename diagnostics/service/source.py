@@ -130,7 +130,8 @@ def close_matches(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     held: dict[str, str] = {}
     for other in names:
         held.setdefault(other.casefold(), other)
-    same = sorted(other for other in held.values() if unpadded(other) == unpadded(name))  # node-1 for node-01
+    mine = unpadded(name)
+    same = sorted(other for other in held.values() if unpadded(other) == mine)  # node-1 for node-01
     close = [held[m] for m in difflib.get_close_matches(name.casefold(), list(held), n=n, cutoff=0.5)]
     return list(dict.fromkeys([*same, *close]))[:n]
 
