@@ -39,7 +39,7 @@ from diagnostics.store import Alert, MaintenanceLog
 from diagnostics.tickets import Judged
 from diagnostics.topology import NodeGraph
 
-from .age import old_readings
+from .age import source_readings
 from .mrkdwn import esc
 from .work import InFlight
 
@@ -117,12 +117,11 @@ class NodeSource:
         workers = self._workers
         return workers.diagnosis(request) if workers is not None else diagnose(self.source, request).diagnosis
 
-    def readings_age(self, end: datetime | None, *, now: datetime) -> str | None:
+    def readings_age(self, end: datetime | None, *, now: datetime, asked: str | None = None) -> str | None:
         """How old the readings an answer judged to `end` are, where they are a day old or more, worded as the
-        command line says it (a store no longer fed answers as confidently as a live one)."""
-        stored = isinstance(self.source, StoreSource)
-        return old_readings(end, what="the store's" if stored else "the input's",
-                            ask="is the store still fed?" if stored else "", now=now)
+        command line says it (a store no longer fed answers as confidently as a live one); `asked`: the node or
+        rack the answer is of (None: a job's or the fleet's)."""
+        return source_readings(end, self.source, asked=asked, now=now)
 
     def sweep(self) -> SweepResult:
         """The fleet swept as `fabricbot sweep` does: the offending nodes' diagnoses, planned work held."""

@@ -45,13 +45,16 @@ def send_fitted(send: Callable[..., SlackResponse], layouts: Iterator[list[Block
 
 
 def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, *, channel: str,
-                   title: str | None = None, thread_ts: str | None = None, failed: Failed | None = None) -> str:
-    """Post the summary, then queue the node picture for its thread; returns the summary's ts.
+                   title: str | None = None, thread_ts: str | None = None, failed: Failed | None = None,
+                   job: str | None = None) -> str:
+    """Post the summary, then queue the node picture for its thread; returns the summary's ts. `job`: the job the
+    person asked of, where the answer is a job's.
 
     The picture (a render and an upload: the slow part) runs as its own job after the work already queued, so under
     load every summary is posted before the pictures; a refused upload goes to `failed`."""
     now = services.clock()
-    if (old := services.source.readings_age(diagnosis.window_end, now=now)) is not None:
+    asked = None if job else diagnosis.node_id
+    if (old := services.source.readings_age(diagnosis.window_end, now=now, asked=asked)) is not None:
         diagnosis = diagnosis.model_copy(update={"warnings": [old, *diagnosis.warnings]})  # as the CLI's stderr
     analysis_id = services.state.save_analysis(diagnosis, now.isoformat(timespec="seconds"))
     owners = dict.fromkeys([diagnosis.node_id, *filter(None, [diagnosis.wider_owner()])])  # a tray's rack too

@@ -13,7 +13,7 @@ from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, Case, detect, looks_like_json, open_input, read_cases, with_platform
 from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
 
-from ..age import old_readings
+from ..age import is_old, source_readings
 from ..options import END_OPTION, add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from . import SUMMARIES
 from .analyze_history import diagnose_history
@@ -145,15 +145,11 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     else:
         _table(answer.diagnosis, sys.stdout, only_flagged=True, thresholds=thresholds)
     code = _said(answer)
-    end = answer.diagnosis.window_end
-    what = "the store's" if args.store else "the input's"
-    old = None if args.end else old_readings(end, what=what, option="--end")
-    if old is not None and args.store and not args.job and end is not None \
-            and (newest := StoreSource(args.store).newest()) is not None and end < newest:
-        # a node whose window ends at its own newest (its kernel log alone), not the store's: asked only when said
-        old = old_readings(end, what=f"{answer.diagnosis.node_id}'s", option="--end")
-    if old is not None:  # a fault of months ago is not paged as today's
-        print(f"fabricbot: {old}", file=sys.stderr)
+    end, asked = answer.diagnosis.window_end, None if args.job else answer.diagnosis.node_id
+    if not args.end and is_old(end):  # a fault of months ago is not paged as today's (the store opened only then)
+        source = StoreSource(args.store) if args.store else None
+        if (old := source_readings(end, source, asked=asked, option="--end")) is not None:
+            print(f"fabricbot: {old}", file=sys.stderr)
     return code
 
 

@@ -18,7 +18,7 @@ from diagnostics.prometheus import ENV_URL, PrometheusClient, PrometheusError, S
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 from diagnostics.store import DB_NAME
 
-from ..age import old_readings
+from ..age import source_readings
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 from ..storage import ENV_STORE
 from . import SUMMARIES
@@ -136,9 +136,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise InputError("--node reads one node from Prometheus; for a stored node run "
                              "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
         request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
-        result = sweep(StoreSource(args.store), request)
-        old = None if at is not None else old_readings(result.at, what="the store's", option="--at",
-                                                       ask="is the store still fed?")
+        source = StoreSource(args.store)
+        result = sweep(source, request)
+        old = None if at is not None else source_readings(result.at, source, asked=None, option="--at")
         if old is not None:  # among the result's warnings (a script reading --json sees it) and said at once
             result.warnings.append(old)
             if args.json:

@@ -142,8 +142,10 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
         else:
             diagnosis = services.source.diagnose(request.target, window_hours=request.window_hours)
             title = None
-        services.record_analysis(diagnosis, job=request.target if request.verb == "job" else None)
-        post_diagnosis(client, services, diagnosis, channel=reply.channel, title=title, failed=reply.slack_failed)
+        job = request.target if request.verb == "job" else None
+        services.record_analysis(diagnosis, job=job)
+        post_diagnosis(client, services, diagnosis, channel=reply.channel, title=title, failed=reply.slack_failed,
+                       job=job)
     except UnknownName as exc:
         reply.tell(unknown_reply(exc, services.source) + _verb_meant(exc, request))
     except FabricbotError as exc:
