@@ -97,6 +97,7 @@ class FaultOverride(_Model):
     next_part: str | None = None
     # with the platform unknown: the part when the link's far end is an NVSwitch (the baseboard's, not a bridge's)
     switch_part: str | None = None
+    switch_module: str | None = None  # ... and the GPU's own part there (an NVSwitch board's GPUs are SXM modules)
     rack_part: str | None = None  # ... and when it is a chip of a rack's NVLink switch tray (a GB200 compute tray's)
     reset_text: Text | None = None
     capture: list[str] | None = None
@@ -336,7 +337,7 @@ def _check_refs(cat: Catalog) -> None:
 def _check_parts(cat: Catalog) -> None:
     by_id = {p.id: p for p in parts()}
     for kind, entry in cat.unknown.fault.items():
-        for pid in (entry.part, entry.next_part, entry.switch_part, entry.rack_part):
+        for pid in (entry.part, entry.next_part, entry.switch_part, entry.switch_module, entry.rack_part):
             if pid is not None and (pid not in by_id or by_id[pid].platform != UNKNOWN_PLATFORM):
                 raise ConfigError(f"{cat.source}: unknown.fault.{kind.value}: part {pid!r} is not a part of the "
                                   f"parts catalog's platform {UNKNOWN_PLATFORM!r}")

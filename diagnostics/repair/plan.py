@@ -211,13 +211,22 @@ class _Builder:
         return list(refs) if "rack" in drains else [*refs, self.cat.escalation.rack_isolate]
 
     # -- the plan's parts ----------------------------------------------------------------------------------------
+    def on_nvswitch(self) -> bool:
+        """With no platform: whether the GPU's links land on NVSwitches, as its link's far end says or as every
+        board its topology fits has them."""
+        f = self.facts
+        if is_switch(f.peer or "") or is_switch(f.switch or ""):
+            return True
+        boards = [self.cat.platform.get(b) for b in f.boards]
+        return bool(boards) and all(b is not None and b.nvlink == "nvswitch" for b in boards)
+
     def parts(self) -> tuple[Part | None, Part | None, str | None]:
         chosen, following = self.over.part, self.over.next_part
-        if self.plat is None and self.over.switch_part and (is_switch(self.facts.peer or "")
-                                                            or is_switch(self.facts.switch or "")):
+        if self.plat is None and self.over.switch_part and self.on_nvswitch():
             # a link that lands on an NVSwitch: an SXM module, then the baseboard, never a bridge (every known
             # NVSwitch board's order: the module is swapped first, the baseboard only if the errors stay)
-            chosen, following = self.over.next_part or self.over.switch_part, self.over.switch_part
+            chosen = self.over.switch_module or self.over.next_part or self.over.switch_part
+            following = self.over.switch_part
             if self.over.rack_part and (is_rack_chip(self.facts.peer) or is_rack_chip(self.facts.switch)):
                 # on a rack's switch tray: a GB200 compute tray's, not a baseboard's
                 chosen, following = self.over.rack_part, self.over.next_part

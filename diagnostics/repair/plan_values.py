@@ -83,6 +83,16 @@ def _board_words(cat: Catalog, plat: PlatformEntry | None, switched: bool) -> di
 SXM_NOTES = ("swap_note", "sxm_note")
 
 
+def _alike_reset_note(cat: Catalog, boards: list[str]) -> str | None:
+    """With no platform: the reset's caveat of every board the topology fits alike where each resets a GPU alone
+    (their own note, where they share one), else the unknown board's (a pre-Ampere board resets NVLink peers)."""
+    entries = [cat.platform.get(b) for b in boards]
+    if not entries or any(e is None or e.gpu_reset != "single" for e in entries):
+        return cat.unknown.reset_note
+    notes = {e.reset_note for e in entries if e is not None}
+    return notes.pop() if len(notes) == 1 else None
+
+
 def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, rack: RackSpec | None,
                 fault: FaultKind, facts: PlanFacts) -> dict[str, str]:
     """Every value a plan's texts may name, from the localization's facts and the platform's entry; a fact not
@@ -91,7 +101,7 @@ def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, 
         "node_id": facts.node_id, "gpu": facts.gpu, "peer": facts.peer, "link": facts.link,
         "switch": facts.switch, "switch_port": facts.switch_port, "lanes": facts.lanes,
         "platform": platform, "board": plat.board if plat else cat.unknown.board,
-        "reset_note": plat.reset_note if plat else cat.unknown.reset_note,
+        "reset_note": plat.reset_note if plat else _alike_reset_note(cat, facts.boards),
         "fm_note": plat.fm_note if plat else None,
         "tray": facts.tray, "switch_tray": facts.switch_tray, "cartridge": facts.cartridge,
         "hosts": ", ".join(facts.hosts) or None, "hosts_csv": ",".join(facts.hosts) or None,

@@ -222,12 +222,13 @@ def test_the_no_platform_direct_link_keeps_the_products_canonical_action() -> No
 @pytest.mark.parametrize(("peer", "part", "frus"), [
     ("GPU 3", "unknown-nvlink-carrier", ["NVLink bridge", "GPU baseboard"]),
     (None, "unknown-nvlink-carrier", ["NVLink bridge", "GPU baseboard"]),
-    ("NVSwitch 1", "unknown-gpu", ["GPU card", "SXM GPU module"])])
+    ("NVSwitch 1", "unknown-sxm-module", ["SXM GPU module of that system"])])
 def test_an_unknown_boards_nvlink_names_the_part_the_link_implies(peer: str | None, part: str,
                                                                   frus: list[str]) -> None:
     """A GPU-to-GPU NVLink: the NVLink bridge on PCIe cards or the baseboard on an SXM board, then the GPU; a switch
-    link: the GPU's module, then the baseboard, as every known NVSwitch board orders them (the costliest part last);
-    with the product name as the read that decides."""
+    link: the GPU's SXM module (never a PCIe card: every NVSwitch board carries SXM modules), then the baseboard, as
+    every known NVSwitch board orders them (the costliest part last); with the product name as the read that
+    decides."""
     plan = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer=peer, link=1))
     assert plan.part is not None and plan.part.id == part and [c.fru for c in plan.part.candidates] == frus
     assert plan.part.decided_by == 'nvidia-smi -q | grep -i "product name"' and plan.part_note is None

@@ -92,7 +92,7 @@ def test_a_link_on_a_rack_switch_tray_with_no_platform_names_the_compute_tray_no
     board = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n1", gpu=2, link=11, peer="NVSwitch 0",
                                                           switch="NVSwitch 0"))
     assert rack.part is not None and rack.part.id == "unknown-rack-compute-tray"
-    assert board.part is not None and board.part.id == "unknown-gpu"  # the module, then the baseboard
+    assert board.part is not None and board.part.id == "unknown-sxm-module"  # the module, then the baseboard
     assert board.next_part is not None and board.next_part.id == "unknown-gpu-baseboard"
 
 

@@ -54,6 +54,10 @@ def test_a_topology_several_boards_fit_alike_names_no_one_boards_part() -> None:
     ticket = RulesDrafter().draft(got)
     parts = [p for p in (ticket.replacement_part, ticket.next_part) if p is not None]
     assert ticket.gpu_index == 2 and parts and all(p.platform == "unknown" for p in parts)
+    # each of the boards carries its GPUs as SXM modules and resets a GPU alone: no PCIe card, no pre-Ampere caveat
+    assert [p.id for p in parts] == ["unknown-sxm-module", "unknown-gpu-baseboard"], parts
+    assert not any("PCIe" in c.board for p in parts for c in p.candidates)
+    assert not any("pre-Ampere" in s.text for s in [*ticket.isolation_steps, *ticket.repair_steps])
     text = ticket.model_dump_json()
     boards = "hgx-h100-8gpu, hgx-h200-8gpu, hgx-b200-8gpu"
     for said in (f"each of {boards} has", f"{boards} alike"):
@@ -100,7 +104,7 @@ def test_a_link_on_boards_fitted_alike_names_no_template_chip_or_port(tmp_path: 
     aggregate = RulesDrafter().draft(got, component="GPU 2 NVLinks", graph=answer.graph)
     for ticket in (link, aggregate):
         assert (ticket.replacement_part and ticket.replacement_part.id, ticket.next_part and ticket.next_part.id) == \
-            ("unknown-gpu", "unknown-gpu-baseboard"), ticket.component
+            ("unknown-sxm-module", "unknown-gpu-baseboard"), ticket.component
         text = ticket.to_markdown()
         assert "NVSwitch fabric (port unknown; confirm with `nvidia-smi nvlink -R" in text
         assert not re.search(r"NVSwitch \d", text) and "assumed from the platform template" not in text
