@@ -89,7 +89,7 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
         if all_stale:
             view.silent.setdefault(name, {})[int(g)] = int(newest - limit[node])
             view.last_heard.setdefault(name, {})[int(g)] = int(newest)
-    link_type = metrics["link_type"].astype("string").to_numpy(object)
+    link_type = metrics["link_type"].astype("string").fillna("").to_numpy(object)  # a row of none: no NVLink
     link = _floats(metrics["link"])
     nv = (link_type == LinkType.NVLINK.value) & has_gpu & ~np.isnan(link)
     named = np.where(codes < 0, len(names) - 1, codes)  # a row without a node: the last node's, as the GPUs above

@@ -35,6 +35,14 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "topology": ("node_id", "a", "b", "relation"),
     "gpus": ("node_id", "gpu", "uuid"),
 }
+# Columns without which a row says nothing its table can place: such a row is not read, and said (a link reading of
+# no link type, an event of no kind); a node's name comes from --node where it is given.
+VALUED: dict[str, tuple[str, ...]] = {
+    "link_samples": ("node_id", "link_type"),
+    "events": ("node_id", "kind"),
+    "topology": ("node_id", "a", "b", "relation"),
+    "gpus": ("node_id", "gpu"),
+}
 ENUMS: dict[str, tuple[str, ...]] = {
     "link_type": ("nvlink", "pcie", "nvswitch"),
     "link_state": ("up", "down", "degraded", "inactive", "unknown"),
@@ -114,6 +122,8 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, lines: list[i
             out[col] = parsed
             continue
         bad = lost & (raw.astype("string").str.strip() != "")
+        if col in ENUMS and col in VALUED.get(schema.name, ()):
+            bad[:] = False  # its row is not read: said there, with its value
         for idx in bad[bad].index[: max(0, MAX_VALUE_WARNINGS - len(warnings))]:
             line = lines[int(idx)] if lines else None
             where = "" if line else f"row {int(idx) + 1}: "
@@ -256,14 +266,15 @@ class TablesReader:
         at: list[int | None] = []  # each row's line (none in Parquet)
         schema: TableSchema | None = None
         for chunk, lines in chunks:
-            at.extend(lines or [None] * len(chunk))
             if schema is None:
                 schema = table_for([str(c) for c in chunk.columns], source.name)
                 extra = [str(c) for c in chunk.columns if c not in schema.columns]
                 if extra:
                     warnings.append(IngestWarning(source.name, 1 if lines is not None else None,
                                                   f"columns not in {schema.name} ignored: {', '.join(extra)}"))
-            chunk = _coerce(chunk, schema, source.name, lines, warnings)
+            raw, chunk = chunk, _coerce(chunk, schema, source.name, lines, warnings)
+            chunk, lines = _valued(chunk, raw, schema, lines, source.name, warnings, named=node_id is not None)
+            at.extend(lines or [None] * len(chunk))
             if node_id is not None and "node_id" in schema.columns:
                 chunk["node_id"] = node_id
             if "source" in schema.columns and "source" not in chunk:
@@ -273,6 +284,36 @@ class TablesReader:
             raise InputError("no rows", source=source.name)
         table = _once_each(pd.concat(frames, ignore_index=True), at, source.name, warnings)
         return IngestResult.of(warnings, **{schema.name: table})
+
+
+def _valued(chunk: pd.DataFrame, raw: pd.DataFrame, schema: TableSchema, lines: list[int] | None, where: str,
+            warnings: list[IngestWarning], *, named: bool) -> tuple[pd.DataFrame, list[int] | None]:
+    """The chunk less its rows with no value (or none valid: `raw` holds them as read) in a column its table cannot
+    place a row without (`VALUED`), each said with its line; `named`: the node is named by --node, so its column
+    may be empty."""
+    needed = [c for c in VALUED.get(schema.name, ()) if c in chunk.columns and not (named and c == "node_id")]
+    if not needed or not (empty := chunk[needed].isna().any(axis=1)).any():
+        return chunk, lines
+    dropped = np.flatnonzero(empty.to_numpy())
+    for count, i in enumerate(dropped):
+        line = lines[i] if lines else None
+        if count == MAX_VALUE_WARNINGS:
+            warnings.append(IngestWarning(where, line, f"and {len(dropped) - count} more rows with no valid "
+                                                       f"{' or '.join(needed)}; not read"))
+            break
+        gone = [c for c in needed if pd.isna(chunk[c].iloc[i])]
+        said = "; ".join(_lacking(c, raw[c].iloc[i]) for c in gone)
+        warnings.append(IngestWarning(where, line, f"{'' if line else f'row {i + 1}: '}{said}; row not read"))
+    keep = ~empty.to_numpy()
+    return chunk[keep].reset_index(drop=True), [n for n, k in zip(lines, keep, strict=True) if k] if lines else lines
+
+
+def _lacking(col: str, value: Any) -> str:
+    """Why a row's `col` holds no value its table can use: it was empty, or not one its column allows."""
+    allowed = f" (one of {', '.join(ENUMS[col])})" if col in ENUMS else ""
+    if pd.isna(value) or not str(value).strip():
+        return f"no {col}{allowed}"
+    return f"{col} = {value!r} is not a valid {col}{allowed}"
 
 
 REPEATS_SAID = 10  # repeated rows named one by one; the rest are counted

@@ -16,7 +16,9 @@ from diagnostics.tables import LINK_SAMPLES, TABLES
 CSV = """timestamp,node_id,gpu,link_type,link,replay,crc_flit,saturated
 2026-03-01T00:00:00Z,n1,0,nvlink,3,10,1,false
 2026-03-01T00:01:00Z,n1,0,nvlink,3,25,1,false
-2026-03-01T00:02:00Z,n1,0,nvlnk,3,ten,1,maybe
+2026-03-01T00:02:00Z,n1,0,nvlink,3,ten,1,maybe
+2026-03-01T00:03:00Z,n1,0,nvlnk,3,30,1,false
+2026-03-01T00:04:00Z,n1,0,,3,40,1,false
 """
 
 
@@ -29,7 +31,11 @@ def test_csv_link_samples_with_bad_values_named(tmp_path: Path) -> None:
     assert list(rows["replay"]) [:2] == [10, 25] and pd.isna(rows["replay"].iloc[2])
     assert rows["timestamp"].iloc[1] == pd.Timestamp("2026-03-01T00:01Z")
     bad = {(w.line, w.message.split(" = ")[0]) for w in result.warnings}
-    assert bad == {(4, "link_type"), (4, "replay"), (4, "saturated")}
+    empty = "no link_type (one of nvlink, pcie, nvswitch); row not read"
+    assert bad == {(4, "replay"), (4, "saturated"), (5, "link_type"), (6, empty)}
+    # a link reading of no link type names no link: not read, and said with its value (it crashed every answer)
+    assert len(rows) == 3 and "'nvlnk' is not a valid link_type" in next(w.message for w in result.warnings
+                                                                         if w.line == 5)
     assert all(w.file == str(path) for w in result.warnings)
     assert rows["source"].iloc[0] == f"{path}:2"
 
