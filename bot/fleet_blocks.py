@@ -92,7 +92,7 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     ranked = result.ranked()
     entries = result.entries()
     listed = [_entry_lines(result, i, entry, links) for i, entry in enumerate(entries, 1)]
-    kinds = [kind for _, mine in listed for kind in mine]
+    kinds = result.parts_counted()  # as `fabricbot sweep` counts them: a rack's shared port once, not per host
     held = {n for n, d in result.diagnoses.items() if d.maintenance}
     # read once, or not read in the span (the sweep's silent nodes, "not healthy"): neither is among the clear; a
     # node in maintenance is counted there, its planned work what explains its silence

@@ -410,11 +410,15 @@ class SweepResult(BaseModel):
         where the text is `inline` in parentheses already."""
         # a part is its link (or GPU, or node) and what it is: a GPU's Xid and its NVLinks' totals are two parts, as
         # the node's findings and the fleet view count them; a link over two rules, or a GPU over two codes, is one
-        kinds = {self._part_key(o): o.counted_as for o in self.offenders}
+        kinds = self.parts_counted()
         broken = sum(len(o.rules) for o in self.offenders)  # a gone GPU's one row counts each rule it broke
         breaches = fmt.count(broken, "rule breach", "rule breaches")
         said = "" if broken == len(kinds) else f", {breaches}," if inline else f" ({breaches})"
-        return f"{offending_parts(list(kinds.values()))}{said}"
+        return f"{offending_parts(kinds)}{said}"
+
+    def parts_counted(self) -> list[str]:
+        """What each offending part is (`counted_as`), each part once: the count every door's headline gives."""
+        return list({self._part_key(o): o.counted_as for o in self.offenders}.values())
 
     def _part_key(self, o: Offender) -> tuple[object, ...]:
         """What makes a row's part one part: its node's link, GPU or node; but a rack's shared unit (a switch tray's
