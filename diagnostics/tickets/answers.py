@@ -53,16 +53,18 @@ def rules_answer(diagnosis: Diagnosis) -> str:
         warned = [f for f in d.findings if f.severity is Severity.WARNING and f.crossed]
         unread = (f"no link reading of `{d.node_id}` in the window{slow}, so its fabric health is unknown, "
                   "not healthy")
+        unrated = (f"`{d.node_id}`: {d.unrated_said()}{slow}, so no error rate is known and its fabric health is "
+                   "unknown, not healthy")
         if warned:  # nothing fails, but a rule warns: said, with the priority and action it sets
             more = f" (and {len(warned) - 1} more)" if len(warned) > 1 else ""
-            head = f"{unread}; " if d.health_unknown() else f"no failing link on `{d.node_id}`{slow}, but "
+            head = f"{unread}; " if d.health_unknown() else f"{unrated}; " if d.unrated() else \
+                f"no failing link on `{d.node_id}`{slow}, but "
             return lead(f"{head}{warned[0].component} warns: {warned[0].crossed[0].message}{more}. Priority "
                         f"{d.priority_said()}; suggested action: {d.repair_action}")
         if d.health_unknown():  # nothing read to clear it: never "within thresholds"
             return lead(f"{unread}. Suggested action: {d.repair_action}")
         if d.unrated():  # totals, or states, with no rate: the rules of rate judged nothing
-            return lead(f"`{d.node_id}`: {d.unrated_said()}{slow}, so no error rate is known and its fabric "
-                        f"health is unknown, not healthy. Suggested action: {d.repair_action}")
+            return lead(f"{unrated}. Suggested action: {d.repair_action}")
         verdict = d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."
         return lead(f"no fabric fault on `{d.node_id}`{slow}. {_sentence(verdict)}")
     part = d.isolated_component  # 'the GPU at PCI ...' or 'a GPU of the node': its article goes, 'failing' is one

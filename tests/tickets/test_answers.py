@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -123,3 +124,18 @@ def test_a_nodes_answer_names_the_node_once_and_ends_its_verdict() -> None:
     unread = NODE12.model_copy(update={"job_id": None, "findings": [], "fault_detected": False,
                                        "localization": None, "localizations": [], "verdict": None})
     assert rules_answer(unread).startswith("No link reading of `hpc-gpu-node-12` in the window"), rules_answer(unread)
+
+
+def test_a_warning_on_a_reading_whose_other_links_were_read_once_is_no_all_clear(tmp_path: Path) -> None:
+    """A dated `nvlink -e` cut near its end: five links read once, one warning on a link read twice. `analyze` and
+    the node's summary said "fabric health unknown", while the thread's answer to the paste said "No failing link"."""
+    text = (FIXTURES / "real" / "nvlink_e_v100_short_form_dated_2.txt").read_bytes()
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes(text[:-30])
+    source, _, _ = files_source([cut], node="v")
+    d = diagnose(source, Request(node="v")).diagnosis
+    assert d.unrated() and not d.fault_detected and any(f.severity.value == "warning" for f in d.findings)
+    said = rules_answer(d)
+    assert said.startswith(f"`v`: {d.unrated_said()}, so no error rate is known and its fabric health is unknown"), \
+        said
+    assert "No failing link" not in said and " warns: " in said
