@@ -158,6 +158,19 @@ class Boards:
         """What the node's platform was told from when no one named it; None when named (or unknown)."""
         return self.guessed.get(node) if self.platform(node) is not None else None
 
+    def unwired(self, node: str, gpu: int | None, link: int | None) -> str | None:
+        """Why GPU `gpu`'s NVLink `link` is none the node's board wires, where its platform uses some of its die's
+        links and numbers the ones it uses (a bridged H100 card's 12 of 18: the others stay inactive by design);
+        None where the link is wired, or that is not known."""
+        platform, graph = self.platform(node), self(node)
+        data = all_platforms().get(platform, {}) if platform else {}
+        die, used = int(data.get("die_nvlinks", 0)), int(data.get("nvlinks_per_gpu", 0))
+        if graph is None or gpu is None or link is None or not 0 < used < die or link >= die \
+                or not data.get("nvlink", {}).get("links") or gpu not in graph.gpus or graph.has_link(gpu, link):
+            return None
+        return (f"not wired on {platform}: its cards use {used} of the die's {die} NVLinks, and this one stays "
+                "inactive by design")
+
     def nvlink_generation(self, node: str) -> int | None:
         """The node's NVLink generation as its platform states it (5: Blackwell); None where not known."""
         platform = self.platform(node)

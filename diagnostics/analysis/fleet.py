@@ -26,7 +26,7 @@ from ..config.thresholds import (
     Thresholds,
     load_thresholds,
 )
-from ..enums import LinkType, Severity
+from ..enums import LinkState, LinkType, Severity
 from ..ingest.base import LOG_DATES
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
@@ -176,6 +176,13 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         generation = {str(n): graph_of.nvlink_generation(str(n)) for n in metrics["node_id"].unique()}
         for row, s in zip(records(metrics[flagged]), stale.tolist(), strict=True):
             f = finding_of(row, thresholds, stale=s, nvlink_generation=generation.get(str(row["node_id"])))
+            if f.link_state is LinkState.INACTIVE and f.link_type is LinkType.NVLINK and not s \
+                    and (why := graph_of.unwired(str(row["node_id"]), f.gpu, f.link)) is not None:
+                if not full:
+                    continue  # a link the board leaves unused is not down
+                crossed = [c for c in f.crossed if c.rule != LINK_DOWN_RULE]
+                f = f.model_copy(update={"crossed": crossed, "severity": summarize(crossed)[0],
+                                         "evidence": [*f.evidence, why]})
             views = ends.get((str(row["node_id"]), f.gpu)) if f.link_type is LinkType.PCIE and f.gpu is not None \
                 else None
             if views and f.gpu is not None:

@@ -65,6 +65,12 @@ def _add_direct(g: nx.MultiGraph, section: dict[str, Any], gpus: int, gen: int |
     source = _source(section, f"{where} [nvlink]")
     bridge = section.get("kind") == "bridge"
     next_link = dict.fromkeys(range(gpus), 0)
+    # the link numbers a GPU's direct links take, in order (default 0, 1, 2, ...): a card that wires some of its
+    # die's links numbers them with gaps
+    numbers = section.get("links")
+    if numbers is not None and (not isinstance(numbers, list) or len(set(numbers)) != len(numbers)
+                                or any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in numbers)):
+        raise ConfigError(f"{where} [nvlink] links: a list of distinct link numbers (got {numbers!r})")
     for i, pair in enumerate(section.get("direct", [])):
         ends = pair.get("gpus", [])
         if len(ends) != 2 or any(not isinstance(e, int) or not 0 <= e < gpus for e in ends) or ends[0] == ends[1]:
@@ -73,6 +79,11 @@ def _add_direct(g: nx.MultiGraph, section: dict[str, Any], gpus: int, gen: int |
         a, b = ends
         for _ in range(_int(pair, "count", f"{where} [nvlink] direct[{i}]", default=1)):
             la, lb = next_link[a], next_link[b]
+            if numbers is not None:
+                if max(la, lb) >= len(numbers):
+                    raise ConfigError(f"{where} [nvlink] direct[{i}]: GPU {a if la >= lb else b} has more links "
+                                      f"than links lists ({len(numbers)})")
+                la, lb = numbers[la], numbers[lb]
             next_link[a] += 1
             next_link[b] += 1
             g.add_edge(gpu_node(a), gpu_node(b), key=f"nvlink {a}:{la}", link_type="nvlink",
