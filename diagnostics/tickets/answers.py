@@ -66,20 +66,27 @@ def rules_answer(diagnosis: Diagnosis) -> str:
         if d.unrated():  # totals, or states, with no rate: the rules of rate judged nothing
             return lead(f"{unrated}. Suggested action: {d.repair_action}")
         verdict = d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."
-        return lead(f"no fabric fault on `{d.node_id}`{slow}. {_sentence(verdict)}")
+        return lead(f"no fabric fault on `{d.node_id}`{slow}. {_sentence(_opened(verdict))}")
     part = d.isolated_component  # 'the GPU at PCI ...' or 'a GPU of the node': its article goes, 'failing' is one
     text = lead(f"`{d.node_id}` has a failing {part.removeprefix('the ').removeprefix('a ')}")
     if d.degradation_pct is not None:
         text += f" and the step time is {d.degradation_pct:+.1f}% against its baseline"
     text += "."
     if d.verdict:
-        text += f" {_sentence(d.verdict)}"
+        text += f" {_sentence(_opened(d.verdict))}"
     explained = set(d.localization.links) if d.localization else set()
     # the isolated part's own row first: an Xid 149's GPU, not the first by address of the GPUs its Xid 145s hit
     worst = next((f for f in d.failing if f.component in explained), d.failing[0] if d.failing else None)
     if worst is not None and worst.crossed:
         text += f" Evidence: {worst.crossed[0].message}."
     return text + f" Priority {d.priority_said()}; suggested action: {d.repair_action}"
+
+
+def _opened(text: str) -> str:
+    """A verdict that opens a sentence of its own with a plain word ("job 4401 is ..."), capitalized; one that opens
+    with a name (a node, a GPU) kept as written."""
+    first = text.split(" ", 1)[0]
+    return text[:1].upper() + text[1:] if first.isalpha() and first.islower() else text
 
 
 def _sentence(text: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from diagnostics.enums import Severity
 from diagnostics.ingest import Source
 from diagnostics.service import Request, diagnose, files_source
 from diagnostics.tickets import ClaudeAnswerer, ModelCall, rules_answer
@@ -139,3 +140,16 @@ def test_a_warning_on_a_reading_whose_other_links_were_read_once_is_no_all_clear
     assert said.startswith(f"`v`: {d.unrated_said()}, so no error rate is known and its fabric health is unknown"), \
         said
     assert "No failing link" not in said and " warns: " in said
+
+
+def test_a_verdict_that_follows_a_full_stop_opens_its_sentence_capitalized() -> None:
+    """"... (step time +22.6%). job 4401 is +22.6% slower": the verdict opened its sentence in lower case. A verdict
+    that opens with a name keeps the name as written."""
+    seed = seed_diagnosis()
+    calm = [f.model_copy(update={"severity": Severity.OK, "crossed": []}) for f in seed.findings]
+    healthy = seed.model_copy(update={"fault_detected": False, "findings": calm, "job_id": None})
+    said = rules_answer(healthy.model_copy(update={"verdict": "job 4401 is +22.6% slower and no link's errors track "
+                                                              "it: not the fabric"}))
+    assert ". Job 4401 is +22.6% slower" in said, said
+    named = rules_answer(healthy.model_copy(update={"verdict": "hpc-gpu-node-01 carries it"}))
+    assert ". hpc-gpu-node-01 carries it." in named, named
