@@ -62,6 +62,7 @@ from .fitting import (
 )
 from .mrkdwn import esc, mention
 from .preview import PREVIEW_CHARS, preview
+from .storage import ENV_STORE
 
 BUTTONS_SHOWN = 5  # draft buttons a summary shows; the rest are options of a menu
 MAX_MORE_OPTIONS = 200  # options past the buttons, in menus of MAX_OPTIONS
@@ -348,7 +349,7 @@ def left_out(d: Diagnosis, drafts: Drafts, shown: Shown) -> str:
     elif drafts.links_left:
         said.append(f"{drafts.links_left} links of the parts are in no menu")
     rack = d.rack is not None and d.rack.rack_id == d.node_id
-    where = f"fabricbot analyze --store DIR --{'rack' if rack else 'node'} {d.node_id}"
+    where = f"fabricbot analyze --store ${ENV_STORE} --{'rack' if rack else 'node'} {d.node_id}"  # the bot's store
     text = "; ".join(said)
     return (f"{text[0].upper()}{text[1:]}, to keep this message within Slack's size. A part's ticket covers all of "
             f"its links; `{esc(where)}` lists every one.")

@@ -22,6 +22,7 @@ from diagnostics import format as fmt
 from .blocks import finding_line
 from .fitting import MAX_BLOCKS, MAX_HEADER, MAX_TEXT, clip, clip_mrkdwn, fitted, section, sections
 from .mrkdwn import esc
+from .storage import ENV_STORE
 
 
 def _fewer(limit: int) -> Iterator[int]:
@@ -110,7 +111,7 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
             rest = [kind for _, mine in listed[limit:] for kind in mine]
             left = sum(len(entry) for entry in entries[limit:])
             lines.append(f"…and {fmt.count(left, 'more node')} ({offending_parts(rest)}), less urgent: "
-                         "`fabricbot sweep --store DIR` lists every one, in this order")
+                         f"`fabricbot sweep --store ${ENV_STORE}` lists every one, in this order")
         blocks.extend(sections("\n".join(lines)))
     window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \
         if result.swept else ""

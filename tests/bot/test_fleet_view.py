@@ -101,6 +101,7 @@ def test_the_fleet_lists_nodes_most_urgent_first_in_the_sweep_s_order(
     for n in listed:
         assert re.search(rf"`{re.escape(n)}`\*[^\n]* · {links[n]} offending (links?|GPUs?|parts?)\b", said), n
     assert f"…and {len(offending) - len(listed)} more nodes" in said
+    assert "`fabricbot sweep --store $FABRICBOT_STORE` lists every one" in said and " DIR" not in said  # runnable
 
     capsys.readouterr()
     main(["sweep", "--store", str(fleet_store)])

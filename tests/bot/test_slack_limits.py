@@ -154,7 +154,7 @@ def test_a_rack_failing_on_every_switch_tray_fits_its_summary_worst_links_first(
     assert [o["text"]["text"] for o in menus[0]["options"]] == [fitting.label(c) for c in worst]
     said = built[-1]["elements"][0]["text"]
     assert f"{sum(links) - 4 * shown} more are in none" in said
-    assert "`fabricbot analyze --store DIR --rack rack-01` lists every one" in said
+    assert "`fabricbot analyze --store $FABRICBOT_STORE --rack rack-01` lists every one" in said  # the bot's own
 
 
 def test_a_rack_failing_on_every_switch_tray_is_posted_through_the_app(
