@@ -1,7 +1,7 @@
 """A ticket's preview: what a person approves when they press File. A ticket longer than a message shows its head,
-then its sections in the order a reviewer weighs them (the warnings, the isolation and the repair steps, the part),
-whole, while they fit; the capture list, the identity table and the evidence, when they do not, are left to the
-snippet uploaded beside it, and the preview names them."""
+then its sections in the order a reviewer weighs them (the warnings, the isolation and the repair steps, the part,
+then the capture list, as far as it fits), whole, while they fit; the identity table and the evidence, when they do
+not, are left to the snippet uploaded beside it, and the preview names them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from .mrkdwn import to_mrkdwn
 
 PREVIEW_CHARS = 6_000  # of a ticket's text in its preview (a rack's steps fit); the whole is uploaded as a snippet
-FIRST = ("Repeat offender", "Warnings", "Isolate", "Repair", "Component", "Estimated cost")  # what File approves
+# what File approves, then what must be read before anyone acts (a reset or reboot clears the counters it names)
+FIRST = ("Repeat offender", "Warnings", "Isolate", "Repair", "Component", "Estimated cost", "Capture first")
 
 
 @dataclass(frozen=True)
