@@ -14,7 +14,7 @@ first within the budget is posted; the headline and the verdict are in every lay
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,12 +130,14 @@ def finding_line(f: Finding) -> str:
                                                                                        else "")
 
 
-def _button(text: str, action_id: str, value: str, primary: bool) -> ButtonElement:
+def _button(text: str, action_id: str, value: str, primary: bool, ticket: str | None = None) -> ButtonElement:
     """'Draft ticket: <part>', or 'Draft: <part>' with its words shortened when that is past Slack's label limit:
-    the part's numbers are never cut."""
-    said = f"Draft ticket: {text}"
+    the part's numbers are never cut. A part with a `ticket` open says it: a click adds this analysis to that
+    ticket's evidence, so the button is no longer the message's primary one."""
+    said, short = (f"Draft ticket: {text}", "Draft: ") if ticket is None else (f"Add to {ticket}: {text}",
+                                                                               f"{ticket}: ")
     if len(said) > MAX_LABEL:
-        said = "Draft: " + label(text, MAX_LABEL - len("Draft: "))
+        said = short + label(text, MAX_LABEL - len(short))
     return ButtonElement(text=said, action_id=action_id, value=value, style="primary" if primary else None)
 
 
@@ -147,6 +149,7 @@ class _Draftable:
     action_id: str
     target: DraftTarget
     links: tuple[tuple[int, str], ...] = ()  # (finding index, link name) of a component's links
+    slug: str | None = None  # the part's identity, as its ticket keeps it
 
 
 def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
@@ -169,11 +172,12 @@ def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
         own = [p for p in every if p[1] != loc.component] or every  # its own finding (a GPU's Xid) is its button
         covered.update(i for i, f in links if f.ref.slug == loc.ref.slug)
         if len(own) == 1 and own[0][1] == loc.component:  # a lone link: its own button
-            out.append(_Draftable(own[0][1], f"{DRAFT_ACTION}:{own[0][0]}", DraftTarget(analysis_id, own[0][0])))
+            out.append(_Draftable(own[0][1], f"{DRAFT_ACTION}:{own[0][0]}", DraftTarget(analysis_id, own[0][0]),
+                                  slug=loc.ref.slug))
             continue
         target = DraftTarget(analysis_id, localization=n if diagnosis.localizations else None)
-        out.append(_Draftable(loc.component, f"{DRAFT_ACTION}:loc{n}", target, tuple(own)))
-    out.extend(_Draftable(f.component, f"{DRAFT_ACTION}:{i}", DraftTarget(analysis_id, i))
+        out.append(_Draftable(loc.component, f"{DRAFT_ACTION}:loc{n}", target, tuple(own), slug=loc.ref.slug))
+    out.extend(_Draftable(f.component, f"{DRAFT_ACTION}:{i}", DraftTarget(analysis_id, i), slug=f.ref.slug)
                for i, f in links if i not in covered)
     return out
 
@@ -209,16 +213,22 @@ class Drafts:
     links_left: int = 0  # links of a part in no menu
 
 
-def draft_elements(diagnosis: Diagnosis, analysis_id: int, shown: Shown = Shown()) -> Drafts:
+def draft_elements(diagnosis: Diagnosis, analysis_id: int, shown: Shown = Shown(),
+                   ticketed: Mapping[str, str] | None = None) -> Drafts:
     """A button for each of the first `shown.buttons` things to draft (a component that explains other links gets
     a menu of its worst `shown.options` too), then menus of the rest, `MAX_OPTIONS` each, up to `shown.more` in all
     (the parts first, then their worst links): Slack caps the text of a whole message, and a summary of a node whose
-    every link is down must still post."""
+    every link is down must still post. `ticketed`: the parts with a ticket open (their slug or name -> ticket id),
+    whose buttons say it; the first part without one is the primary button."""
     items = _draftables(diagnosis, analysis_id)
     elements: list[ButtonElement | StaticSelectElement] = []
     links_left = 0
+    primary = True
     for n, item in enumerate(items[:shown.buttons]):
-        elements.append(_button(item.name, item.action_id, item.target.value(item.name), not elements))
+        ticket = (ticketed or {}).get(item.slug or item.name) or (ticketed or {}).get(item.name)
+        elements.append(_button(item.name, item.action_id, item.target.value(item.name), primary and ticket is None,
+                                ticket))
+        primary = primary and ticket is not None
         listed = item.links[:shown.options]
         links_left += len(item.links) - len(listed)
         if listed:
@@ -276,10 +286,12 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
 
 
 def diagnosis_layouts(d: Diagnosis, analysis_id: int, *, title: str | None = None, lead: str | None = None,
-                      tickets: Sequence[str] = ()) -> Iterator[list[Block]]:
+                      tickets: Sequence[str] = (), ticketed: Mapping[str, str] | None = None) -> Iterator[list[Block]]:
     """The summary's layouts that fit, most shown first (`fitting.fitted`); `tickets`: the node's open tickets, each
-    a line (`workflow.cover.open_line`), so the next engineer sees the fault is in hand before drafting it again."""
-    return fitted(_summary(d, analysis_id, shown, title=title, lead=lead, tickets=tickets) for shown in SUMMARY_LAYOUTS)
+    a line (`workflow.cover.open_line`), so the next engineer sees the fault is in hand before drafting it again;
+    `ticketed`: their parts (part -> ticket id), whose buttons say so."""
+    return fitted(_summary(d, analysis_id, shown, title=title, lead=lead, tickets=tickets, ticketed=ticketed)
+                  for shown in SUMMARY_LAYOUTS)
 
 
 def _measured_only(d: Diagnosis) -> str | None:
@@ -293,7 +305,7 @@ def _measured_only(d: Diagnosis) -> str | None:
 
 
 def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None, lead: str | None,
-             tickets: Sequence[str] = ()) -> list[Block]:
+             tickets: Sequence[str] = (), ticketed: Mapping[str, str] | None = None) -> list[Block]:
     status = "fault detected" if d.fault_detected else _measured_only(d) or "fabric health unknown" \
         if d.health_unknown() or d.unrated() else "no fault of its own, drained with its rack" if d.stopped_by \
         else "no fabric fault"
@@ -316,7 +328,7 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
         notes.append(f"localization confidence {d.localization.confidence:.0%}")
     if notes:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip_mrkdwn("; ".join(notes), MAX_TEXT))]))
-    drafts = Drafts([]) if d.maintenance else draft_elements(d, analysis_id, shown)  # planned work: nothing to draft
+    drafts = Drafts([]) if d.maintenance else draft_elements(d, analysis_id, shown, ticketed)  # planned: none
     for n, chunk in enumerate(_chunks(drafts.elements, MAX_ACTIONS)):
         blocks.append(ActionsBlock(block_id=f"drafts:{n}", elements=list(chunk)))
     if drafts.parts_left or drafts.links_left:

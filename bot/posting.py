@@ -58,10 +58,13 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
         diagnosis = diagnosis.model_copy(update={"warnings": [old, *diagnosis.warnings]})  # as the CLI's stderr
     analysis_id = services.state.save_analysis(diagnosis, now.isoformat(timespec="seconds"))
     owners = dict.fromkeys([diagnosis.node_id, *filter(None, [diagnosis.wider_owner()])])  # a tray's rack too
-    tickets = [f"• {open_line(t, text=esc, who=mention)}" for owner in owners for t in services.tracker.open_on(owner)]
+    held = [t for owner in owners for t in services.tracker.open_on(owner)]
+    tickets = [f"• {open_line(t, text=esc, who=mention)}" for t in held]
+    ticketed = {key: t.id for t in reversed(held) for key in (t.component, t.slug)}  # a part's oldest open ticket
     with services.posted.posting(channel):
         posted = send_fitted(client.chat_postMessage,
-                             blocks.diagnosis_layouts(diagnosis, analysis_id, title=title, tickets=tickets),
+                             blocks.diagnosis_layouts(diagnosis, analysis_id, title=title, tickets=tickets,
+                                                      ticketed=ticketed),
                              channel=channel, text=esc(blocks.fallback_text(diagnosis)), thread_ts=thread_ts)
         ts = str(posted["ts"])
         services.posted.remember(channel, ts, analysis_id)

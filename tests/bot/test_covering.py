@@ -209,9 +209,15 @@ def test_a_link_of_a_ticketed_gpu_off_racks_is_already_open(gpu_node: Path, tmp_
     assert d.isolated_component == "GPU 2" and d.rack is None
     lane = d.failing[2].component
     with console(source=source) as c:
-        _approve(c, _preview(click_draft(c, summary(c, "node-gpu2"), "GPU 2")), 1)
+        first = summary(c, "node-gpu2")
+        assert [b.get("style") for b in buttons(first)][:1] == ["primary"]
+        _approve(c, _preview(click_draft(c, first, "GPU 2")), 1)
         (filed,) = c.local.tracker.tickets()
-        told = click_draft(c, summary(c, "node-gpu2"), lane)
+        again = summary(c, "node-gpu2")
+        # the part in hand says its ticket, and is no longer the message's primary button
+        (gpu,) = [b for b in buttons(again) if b["type"] == "button" and b["text"]["text"].endswith(": GPU 2")]
+        assert gpu["text"]["text"] == f"Add to {filed.id}: GPU 2" and "style" not in gpu, gpu
+        told = click_draft(c, again, lane)
         said = f"on `node-gpu2` is already open: *{filed.id}* covers GPU 2, which includes {esc(lane)}"
         assert any(said in m.text for m in told), [m.text for m in told]
         assert len(c.local.tracker.tickets()) == 1
