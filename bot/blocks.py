@@ -256,6 +256,11 @@ def draft_elements(diagnosis: Diagnosis, analysis_id: int, shown: Shown = Shown(
     return Drafts(elements, parts_left, links_left + total - len(kept) - parts_left)
 
 
+def _unrated_short(d: Diagnosis) -> str:
+    """What an unrated summary leaves unknown, in two words: its rates, or what followed a cut."""
+    return "no rate" if d.unrated_unknown() == "no error rate is known" else "the rest unread"
+
+
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
@@ -267,8 +272,9 @@ def summary_fields(d: Diagnosis) -> list[str]:
         degradation += f" (job {esc(d.job_id)})"
     correlation = esc(d.verdict) if d.verdict else "no job logs its step time on this node: nothing to correlate"
     return [
-        f"*Fault detected*\n{d.fault_said()}" + (" (no link read)" if d.health_unknown() else
-                                                  f" ({esc(d.unrated_said())}: no rate)" if d.unrated() else ""),
+        f"*Fault detected*\n{d.fault_said()}" + (
+            " (no link read)" if d.health_unknown() else
+            f" ({esc(d.unrated_said())}: {_unrated_short(d)})" if d.unrated() else ""),
         f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_said())}"
         + (f"\nticket on `{esc(d.ticket_owner)}`" if d.fault_detected and d.ticket_owner != d.node_id else ""),
         f"*Degradation*\n{degradation}",
@@ -372,7 +378,8 @@ def fallback_text(d: Diagnosis) -> str:
     if d.health_unknown():  # nothing read: not an all-clear
         return f"{headline_name(d.node_id)}: fabric health unknown, no link read ({d.priority_said()})"
     if d.unrated():  # one reading (or links read once, a counter pinned): no rate, so nothing judged by them
-        return f"{headline_name(d.node_id)}: fabric health unknown, {d.unrated_said()}, no rate ({d.priority_said()})"
+        return (f"{headline_name(d.node_id)}: fabric health unknown, {d.unrated_said()}, {_unrated_short(d)} "
+                f"({d.priority_said()})")
     if not d.fault_detected:
         return f"{headline_name(d.node_id)}: no fabric fault ({d.priority_said()})"
     state = d.localization.severity.value if d.localization is not None else "failing"  # a link down is down

@@ -351,6 +351,10 @@ class Diagnosis(BaseModel):
         default=0, description="Its links with a counter a reading of the window holds no value of where the link's "
                                "other readings hold one (a value refused as damaged, a line cut): that rate is "
                                "unknown, so not judged.")
+    cut_off: bool = Field(
+        default=False, description="Its newest input was cut off inside its text: the GPUs, links and counters after "
+                                   "the cut (a dcgm-exporter scrape's later metric families) were not read, so no "
+                                   "fault found is no all-clear.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:
@@ -375,7 +379,7 @@ class Diagnosis(BaseModel):
         maximum in both readings, whose 0/h is no rate)."""
         return (self.lists_every_link and not self.fault_detected
                 and (not self.rates_known or self.read_once > 0 or self.pinned > 0 or self.dropped > 0
-                     or self.unread > 0)
+                     or self.unread > 0 or self.cut_off)
                 and self.links_read)
 
     def unrated_said(self) -> str:
@@ -388,7 +392,15 @@ class Diagnosis(BaseModel):
             return f"{fmt.count(self.read_once, 'link')} read once"
         if self.unread:
             return f"{fmt.count(self.unread, 'link')} with a counter a reading holds no value of"
+        if self.cut_off and self.rates_known:
+            return "its newest input cut off before its end"
         return "one reading per link"
+
+    def unrated_unknown(self) -> str:
+        """What an unrated view leaves unknown, in the words every door says it with: its error rates, or (an input
+        cut off, its rates read) whatever followed the cut."""
+        cut = self.cut_off and self.rates_known and not (self.pinned or self.dropped or self.read_once or self.unread)
+        return "what followed the cut is not read" if cut else "no error rate is known"
 
     def fault_said(self) -> str:
         """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read or no rate

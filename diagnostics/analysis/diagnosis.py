@@ -89,6 +89,8 @@ DROPPED_ACTION = ("Read the link's counters again, twice a few minutes apart: a 
 UNREAD_ACTION = ("Read the link's counters again, twice a few minutes apart: a reading of the window holds no value of "
                  "a counter its other readings hold (a value refused as damaged, or a line cut), so its error rate is "
                  "not known")
+CUT_OFF_ACTION = ("Read the node's counters again, whole, twice a few minutes apart: its newest input was cut off "
+                  "before its end, so the GPUs, links and counters after the cut were not read")
 PINNED_ACTION = ("Read the pinned link's counters again after its GPU's next reset or reboot, which starts them from "
                  "zero: a counter pinned at its maximum counts no further, so its error rate is not known")
 STATES_ONLY_ACTION = ("Read the error counters (`nvidia-smi nvlink -e` twice a few minutes apart, or dcgm-exporter "
@@ -104,7 +106,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              lists_every_link: bool = False, platform_guess: str | None = None,
              window_asked_hours: float | None = None, counted: bool | None = None, read_once: int = 0,
              pinned: int = 0, dropped: int = 0, unread: int = 0, contradicted: str | None = None,
-             platforms_alike: list[str] | None = None) -> Diagnosis:
+             platforms_alike: list[str] | None = None, cut_off: bool = False) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts). `counted`: whether an error counter was read on any of its links (None:
@@ -175,6 +177,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         action = DROPPED_ACTION
     elif unread and not read_once:  # a link of a cut second reading is one read once: said so, below
         action = UNREAD_ACTION
+    elif cut_off and rates_known and not read_once and (top is None or top.severity is not Severity.WARNING):
+        action = CUT_OFF_ACTION
     elif top is not None and top.severity is Severity.WARNING:
         action = repair_action("warning", platform=platform, node_id=node_id)
     elif not rates_known or read_once:  # a lone reading: of counters (totals), or of states and speeds alone
@@ -199,6 +203,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
                                                                   rack is not None),
         rack=rack, tray=tray, lists_every_link=lists_every_link, links_read=has_links,
         rates_known=rates_known and has_links, read_once=read_once, pinned=pinned, dropped=dropped, unread=unread,
+        cut_off=cut_off,
         held=every_held(locs),
     )
 

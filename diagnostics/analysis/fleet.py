@@ -100,6 +100,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                   jobs: Mapping[str, str] | None = None, history: History | None = None,
                   expected_gpus: Mapping[str, Collection[int]] | None = None,
                   racks: Mapping[str, RackSlot] | None = None, listed: Collection[str] = (), cut: Collection[str] = (),
+                  cut_off: Collection[str] = (),
                   unreadable: Mapping[str, str] | None = None, piece_rows: int = PIECE_ROWS,
                   workers: int = 2, end_option: str | None = None) -> FleetAnalysis:
     """Every node's Diagnosis for the window ending at `end` (default: the newest sample), and each job's.
@@ -112,8 +113,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     `racks` places hosts in racks (rack, tray slot): each rack with a wanted host (every rack, when `nodes` is None)
     gets a Diagnosis of its own in `racks`, weighed over all its hosts, and its hosts' diagnoses say what it found.
     `listed` names nodes whose readings list only the links a person chose (a snapshot): a link or GPU they leave
-    out is not missing; nor is one an input cut short does not reach (`cut`). `unreadable` names the nodes whose
-    stored readings could not be read (node -> why): a slowed job's links on them are not scored, and said so.
+    out is not missing; nor is one an input cut short does not reach (`cut`), and where that input is cut inside
+    its text (`cut_off`), a node's answer of no fault is no all-clear: what follows the cut was not read.
+    `unreadable` names the nodes whose stored readings could not be read (node -> why): a slowed job's links on them
+    are not scored, and said so.
     `end_option`: the caller's option that gives readings with no time their time, named in the warning on them
     beside a `date` line (None: the caller has none).
     """
@@ -356,7 +359,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2, counted=node in counted,
             read_once=once.get(node, 0), pinned=len(pinned.get(node, [])), dropped=len(dropped.get(node, [])),
-            unread=len(unread.get(node, [])),
+            unread=len(unread.get(node, [])), cut_off=node in cut_off,
             has_links=node in view.gpus_seen or node in reporting_links,
             job_gpus=_job_gpus(job, graph_of), stated_pairs=node in listed, lists_every_link=full,
             platform_guess=graph_of.guess(node), contradicted=graph_of.contradiction(node),

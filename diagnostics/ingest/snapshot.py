@@ -130,6 +130,10 @@ LISTED = "snapshot"
 # ... or: its newest input stops short (a file cut inside a line, a paste its author elided with `[...]`), so a link
 # or GPU it does not reach is not missing either; the links it holds are the tool's own, not a person's choice
 CUT_SHORT = "cut short"
+# ... and of those, an input cut off inside its text (not one of some GPUs alone, as `nvidia-smi -i` reads): what
+# follows the cut (a GPU, a link, a dcgm-exporter scrape's later metric families) is not read, so no fault found in
+# it is no all-clear
+CUT_OFF = "cut off"
 
 
 def snapshot_record(snapshot: Snapshot) -> dict[str, str]:

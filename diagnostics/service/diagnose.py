@@ -131,7 +131,8 @@ def diagnose(source: Source, request: Request) -> Answer:
     result = analyze_fleet(rows, window=length, end=got.end, thresholds=thresholds,
                            platforms=_platforms(got, node, request.platform), nodes=[node], full=True,
                            jobs={node: job} if job else None, history=got.history,
-                           expected_gpus=got.expected_gpus, listed=got.listed, cut=got.cut, unreadable=got.unreadable,
+                           expected_gpus=got.expected_gpus, listed=got.listed, cut=got.cut, cut_off=got.cut_off,
+                           unreadable=got.unreadable,
                            end_option=request.end_option)
     then = last_window(source, request, node, got.newest.get(node), _before(got, length)) \
         if silent_since(got, node, length) else None
@@ -181,7 +182,7 @@ def explain_job(source: Source, request: Request) -> Answer:
                            platforms=_platforms(got, None, None), nodes=hosts, full=True,
                            jobs=dict.fromkeys(nodes, job), history=got.history, expected_gpus=got.expected_gpus,
                            racks={h: slots[h] for h in hosts if h in slots} or None, listed=got.listed, cut=got.cut,
-                           unreadable=got.unreadable,
+                           cut_off=got.cut_off, unreadable=got.unreadable,
                            end_option=request.end_option)
     explanation = result.jobs.get(job)
     blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
@@ -220,7 +221,7 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
         result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
                                platforms=_platforms(got, host, request.platform), nodes=hosts, full=host is not None,
                                jobs={host: job} if host and job else None, history=got.history,
-                               racks={h: slots[h] for h in hosts}, listed=got.listed, cut=got.cut,
+                               racks={h: slots[h] for h in hosts}, listed=got.listed, cut=got.cut, cut_off=got.cut_off,
                                unreadable=got.unreadable,
                                end_option=request.end_option)
         if shared and judged is not None:
@@ -291,7 +292,8 @@ def _pass(source: Source, request: Request, length: timedelta, group: list[str],
                       span=history_needed(length, request.thresholds), steps=request.history)
     result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
                            platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
-                           listed=got.listed, cut=got.cut, unreadable=got.unreadable, workers=threads,
+                           listed=got.listed, cut=got.cut, cut_off=got.cut_off,
+                           unreadable=got.unreadable, workers=threads,
                            end_option=request.end_option)
     stopped = stopped_inside(got, group, length, request.thresholds.setting("stale_after_intervals"),
                              result.diagnoses)

@@ -288,7 +288,11 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     unread = sorted(n for n, d in answered.diagnoses.items()
                     if d.unread and not d.read_once and not d.fault_detected and n not in lone and n not in pinned
                     and n not in dropped)
-    result.unjudged = sorted({*lone, *pinned, *dropped, *unread, *(n for n in unreadable if n not in reporting)})
+    cut = sorted(n for n, d in answered.diagnoses.items()
+                 if d.cut_off and d.rates_known and not d.read_once and not d.fault_detected
+                 and n not in {*lone, *pinned, *dropped, *unread})
+    result.unjudged = sorted({*lone, *pinned, *dropped, *unread, *cut,
+                              *(n for n in unreadable if n not in reporting)})
     # a rate unknown, what it shows failing no rule: a reading without a value its others hold (refused as damaged,
     # cut), a count read lower with no restart (a damaged or cut number), a counter stuck at its maximum
     _rate_unknown(result, unread, "with a counter missing from a reading of the window that its other readings hold "
@@ -296,6 +300,12 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     _rate_unknown(result, dropped, "with a counter read lower than before while its others held (a damaged or cut "
                                    "reading, no restart)")
     _rate_unknown(result, pinned, "whose counter is pinned at its maximum")
+    if cut:
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"the newest input of {fmt.count(len(cut), 'node')} {'was' if len(cut) == 1 else 'were'} cut off "
+            "before its end, what it shows failing no rule: what followed the cut is not read, so not judged: "
+            + ", ".join(cut[:10]) + (" ..." if len(cut) > 10 else ""))
     if lone:
         result.complete = False
         kinds = {NO_LINKS_ACTION if n in ran and n not in reporting else answered.diagnoses[n].repair_action

@@ -39,6 +39,7 @@ class Window:
     expected_gpus: dict[str, list[int]] | None = None  # a read narrowed to some GPUs of a node
     listed: set[str] = field(default_factory=set)  # nodes whose readings list only some links (snapshots)
     cut: set[str] = field(default_factory=set)  # nodes whose input stops short: what it does not reach is unknown
+    cut_off: set[str] = field(default_factory=set)  # ... of those, cut inside its text: no fault found is no all-clear
     unreadable: dict[str, str] = field(default_factory=dict)  # node -> why its stored readings could not be read
     said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its stored files said
     later: dict[str, datetime] = field(default_factory=dict)  # nodes with only events, newer than the end: the newest
@@ -49,7 +50,7 @@ class Window:
 
 def marked_nodes(records: pd.DataFrame | None, reading: str) -> set[str]:
     """The nodes whose records carry this mark of how they were read: LISTED, their readings list only the links a
-    person chose (a snapshot's); CUT_SHORT, their newest input stops short."""
+    person chose (a snapshot's); CUT_SHORT, their newest input stops short (CUT_OFF: cut inside its text)."""
     if records is None or not len(records) or "reading" not in records.columns:
         return set()
     return {str(n) for n, r in zip(records["node_id"], records["reading"], strict=True) if r == reading}

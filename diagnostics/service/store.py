@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.jobs import LinkChoice
-from ..ingest.snapshot import CUT_SHORT, LISTED
+from ..ingest.snapshot import CUT_OFF, CUT_SHORT, LISTED
 from ..model import RackSlot
 from ..store.maintenance import MaintenanceLog
 from ..store.telemetry import TelemetryStore, open_store
@@ -119,10 +119,12 @@ class StoreSource:
                 unreadable.update(left)
             return frame
 
+        cut_off = marked_nodes(got.tables.get("nodes"), CUT_OFF)
         return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
                       undated=got.undated, maintenance=got.maintenance, history=history,
                       listed=marked_nodes(got.tables.get("nodes"), LISTED),
-                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=window_unreadable,
+                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT) | cut_off, cut_off=cut_off,
+                      unreadable=window_unreadable,
                       said=got.said, later=got.later, oldest=got.oldest, undated_events=got.undated_events,
                       late=got.late)
 

@@ -17,7 +17,7 @@ from ..analysis.jobs import LinkChoice
 from ..errors import InputError
 from ..ingest.base import Source
 from ..ingest.nmxt import rack_named, renamed, tray_hosts
-from ..ingest.snapshot import CUT_SHORT, LISTED, read_cases, snapshot_record, snapshot_tables
+from ..ingest.snapshot import CUT_OFF, CUT_SHORT, LISTED, read_cases, snapshot_record, snapshot_tables
 from ..model import RackSlot
 from ..snapshots import Snapshot
 from ..store.event_times import end_with_events
@@ -69,7 +69,8 @@ class TableSource(Unstored):
         self._other = {name: _by_node(tables[name]) if name in tables and tables[name] is not None else {}
                        for name in ("events", "gpus", "topology", "nodes")}
         self._listed = marked_nodes(records, LISTED)
-        self._cut = marked_nodes(records, CUT_SHORT)
+        self._cut_off = marked_nodes(records, CUT_OFF)
+        self._cut = marked_nodes(records, CUT_SHORT) | self._cut_off
         named = nodes_named({**tables, "link_samples": links})  # every node any table names, as a store notes
         self._nodes = sorted(set(named) | set(self._platforms) | set(self._racks))
         self._log = maintenance
@@ -107,7 +108,8 @@ class TableSource(Unstored):
             end_ns = own if alone else end_with_events(end_ns, own)
         if end_ns is None:  # no reading has a time (a paste): all of them, dated by the engine as read at its end
             return Window(tables=self._frames(names, wanted, None, None), end=None, platforms=self.platforms(),
-                          racks=self.racks(), history=self.history, listed=set(self._listed), cut=set(self._cut))
+                          racks=self.racks(), history=self.history, listed=set(self._listed), cut=set(self._cut),
+                          cut_off=set(self._cut_off))
         start_ns = end_ns - int(span.total_seconds() * 1e9)
         if peers and wanted:
             shared = self._jobs_of(set(wanted), start_ns, end_ns)
@@ -126,7 +128,7 @@ class TableSource(Unstored):
                 if (last := self._newest_event([n])) is not None and last > end_ns}
         return Window(tables=tables, end=utc_datetime(end_ns), platforms=self.platforms(), racks=self.racks(),
                       newest=newest, maintenance=maintenance, history=self.history, listed=set(self._listed),
-                      cut=set(self._cut), oldest=oldest, late=late)
+                      cut=set(self._cut), cut_off=set(self._cut_off), oldest=oldest, late=late)
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
                 unreadable: dict[str, str] | None = None) -> pd.DataFrame:

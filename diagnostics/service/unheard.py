@@ -131,7 +131,7 @@ def unjudged(diagnosis: Diagnosis) -> str | None:
     if diagnosis.unrated():
         read = "link states only, no error counter" if diagnosis.repair_action == STATES_ONLY_ACTION else \
             diagnosis.unrated_said()
-        return f"{diagnosis.node_id}: {read}, so no error rate is known: {diagnosis.repair_action}"
+        return f"{diagnosis.node_id}: {read}, so {diagnosis.unrated_unknown()}: {diagnosis.repair_action}"
     if diagnosis.health_unknown():
         return f"{diagnosis.node_id}: no link reading, so its fabric health is unknown: {diagnosis.repair_action}"
     return None

@@ -12,7 +12,7 @@ import pandas as pd
 import sqlite_utils
 
 from ..ingest.base import IngestResult
-from ..ingest.snapshot import CUT_SHORT
+from ..ingest.snapshot import CUT_OFF, CUT_SHORT
 from .sources import link_nodes
 
 
@@ -71,7 +71,8 @@ def read_whole(db: sqlite_utils.Database, result: IngestResult) -> None:
     names = link_nodes(result)
     if names and "reading" in db.table("nodes").columns_dict:
         marks = ", ".join("?" * len(names))
-        db.execute(f"update nodes set reading = null where reading = ? and node_id in ({marks})", [CUT_SHORT, *names])
+        db.execute(f"update nodes set reading = null where reading in (?, ?) and node_id in ({marks})",
+                   [CUT_SHORT, CUT_OFF, *names])
 
 
 def write_nodes(db: sqlite_utils.Database, frame: pd.DataFrame) -> None:

@@ -22,7 +22,7 @@ from .. import format as fmt
 from ..errors import FabricbotError, InputError
 from ..ingest.base import LOG_DATES, IngestResult, IngestWarning, Source
 from ..ingest.detect import choose, read_with, readers
-from ..ingest.snapshot import CUT_SHORT, LISTED
+from ..ingest.snapshot import CUT_OFF, CUT_SHORT, LISTED
 from ..ingest.summary import nodes as summary_nodes
 from ..ingest.summary import summarize
 from ..progress import Progress, advance
@@ -234,8 +234,9 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
         placed_by_input(src.name, result)
     rows = result.rows if result is not None else {"nodes": len(nodes) if nodes is not None else 0}
     cut = cut_nodes(result)
+    mark = CUT_OFF if result is not None and any(w.cut for w in result.warnings) else CUT_SHORT
     return FileOutcome(src.name, sha, "read", name, rows, result=result,
-                       nodes=cut_short(nodes, cut) if cut else nodes, content=content)
+                       nodes=cut_short(nodes, cut, mark) if cut else nodes, content=content)
 
 
 def link_nodes(result: IngestResult) -> list[str]:
@@ -254,9 +255,10 @@ def cut_nodes(result: IngestResult | None) -> list[str | None]:
     return [*link_nodes(result), *([None] if unnamed and len(links) else [])]
 
 
-def cut_short(records: pd.DataFrame | None, nodes: list[str | None]) -> pd.DataFrame:
-    """The node records, with these nodes' readings marked as from an input cut short (a snapshot's mark kept); a
-    record of no node (None) stands for the node a paste's readings are taken to be of."""
+def cut_short(records: pd.DataFrame | None, nodes: list[str | None], mark: str = CUT_SHORT) -> pd.DataFrame:
+    """The node records, with these nodes' readings marked as from an input cut short (`mark`: CUT_OFF where it is
+    cut inside its text; a snapshot's mark kept); a record of no node (None) stands for the node a paste's readings
+    are taken to be of."""
     records = pd.DataFrame({"node_id": pd.Series(dtype="string")}) if records is None else records.copy()
     if "reading" not in records.columns:
         records["reading"] = pd.Series([None] * len(records), dtype="object")
@@ -268,7 +270,7 @@ def cut_short(records: pd.DataFrame | None, nodes: list[str | None]) -> pd.DataF
     named = ids.isin([n for n in nodes if n is not None]).to_numpy(bool, na_value=False)
     unnamed = ids.isna().to_numpy() if None in nodes else np.zeros(len(records), dtype=bool)
     mine = (named | unnamed) & (records["reading"] != LISTED).to_numpy()
-    records.loc[mine, "reading"] = CUT_SHORT
+    records.loc[mine, "reading"] = mark
     return records
 
 

@@ -53,7 +53,7 @@ def rules_answer(diagnosis: Diagnosis) -> str:
         warned = [f for f in d.findings if f.severity is Severity.WARNING and f.crossed]
         unread = (f"no link reading of `{d.node_id}` in the window{slow}, so its fabric health is unknown, "
                   "not healthy")
-        unrated = (f"`{d.node_id}`: {d.unrated_said()}{slow}, so no error rate is known and its fabric health is "
+        unrated = (f"`{d.node_id}`: {d.unrated_said()}{slow}, so {d.unrated_unknown()} and its fabric health is "
                    "unknown, not healthy")
         if warned:  # nothing fails, but a rule warns: said, with the priority and action it sets
             more = f" (and {len(warned) - 1} more)" if len(warned) > 1 else ""
