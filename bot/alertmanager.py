@@ -26,7 +26,7 @@ from diagnostics.store import AlertmanagerBook, AlertMessage
 
 from . import blocks, fitting
 from .mrkdwn import esc
-from .posting import post_diagnosis
+from .posting import open_tickets, post_diagnosis
 from .replies import CONTENT_CODES, SLACK_FAILURES, error_code, refusal
 from .services import Services
 
@@ -134,8 +134,12 @@ class Enricher:
         said = _resolved(alert, message)
         known = self.services.posted.analysis_of(message.channel, message.ts, wait_s=0)
         diagnosis = self.services.state.analysis(known) if known is not None else None
-        shown = blocks.diagnosis_blocks(diagnosis, known, title=_title(alert), lead=said) \
-            if diagnosis is not None and known is not None else [fitting.section(said)]
+        if diagnosis is not None and known is not None:
+            tickets, ticketed = open_tickets(self.services, diagnosis)  # as the message showed them, and since
+            shown = blocks.diagnosis_blocks(diagnosis, known, title=_title(alert), lead=said, tickets=tickets,
+                                            ticketed=ticketed)
+        else:
+            shown = [fitting.section(said)]
         self.client.chat_update(channel=message.channel, ts=message.ts, text=said,
                                 blocks=[b.to_dict() for b in shown])
 

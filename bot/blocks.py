@@ -284,11 +284,12 @@ def summary_fields(d: Diagnosis) -> list[str]:
     ]
 
 
-def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None,
-                     lead: str | None = None) -> list[Block]:
+def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None, lead: str | None = None,
+                     tickets: Sequence[str] = (), ticketed: Mapping[str, str] | None = None) -> list[Block]:
     """The summary message: what is wrong, where, how bad, what to do, and a draft button per finding, under a
-    `lead` line when one is given (an alert's status), in the first of `SUMMARY_LAYOUTS` that fits."""
-    return next(diagnosis_layouts(d, analysis_id, title=title, lead=lead))
+    `lead` line when one is given (an alert's status), in the first of `SUMMARY_LAYOUTS` that fits; `tickets` and
+    `ticketed` as `diagnosis_layouts` takes them."""
+    return next(diagnosis_layouts(d, analysis_id, title=title, lead=lead, tickets=tickets, ticketed=ticketed))
 
 
 def diagnosis_layouts(d: Diagnosis, analysis_id: int, *, title: str | None = None, lead: str | None = None,

@@ -44,6 +44,15 @@ def send_fitted(send: Callable[..., SlackResponse], layouts: Iterator[list[Block
         return send(blocks=smaller, **message)
 
 
+def open_tickets(services: Services, diagnosis: Diagnosis) -> tuple[list[str], dict[str, str]]:
+    """The node's open tickets (a tray's rack's too) as a summary lists them, and their parts (slug or name ->
+    ticket id, a part's oldest) for its buttons."""
+    owners = dict.fromkeys([diagnosis.node_id, *filter(None, [diagnosis.wider_owner()])])
+    held = [t for owner in owners for t in services.tracker.open_on(owner)]
+    return ([f"• {open_line(t, text=esc, who=mention)}" for t in held],
+            {key: t.id for t in reversed(held) for key in (t.component, t.slug)})
+
+
 def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, *, channel: str,
                    title: str | None = None, thread_ts: str | None = None, failed: Failed | None = None,
                    job: str | None = None) -> str:
@@ -57,10 +66,7 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
     if (old := services.source.readings_age(diagnosis.window_end, now=now, asked=asked)) is not None:
         diagnosis = diagnosis.model_copy(update={"warnings": [old, *diagnosis.warnings]})  # as the CLI's stderr
     analysis_id = services.state.save_analysis(diagnosis, now.isoformat(timespec="seconds"))
-    owners = dict.fromkeys([diagnosis.node_id, *filter(None, [diagnosis.wider_owner()])])  # a tray's rack too
-    held = [t for owner in owners for t in services.tracker.open_on(owner)]
-    tickets = [f"• {open_line(t, text=esc, who=mention)}" for t in held]
-    ticketed = {key: t.id for t in reversed(held) for key in (t.component, t.slug)}  # a part's oldest open ticket
+    tickets, ticketed = open_tickets(services, diagnosis)
     with services.posted.posting(channel):
         posted = send_fitted(client.chat_postMessage,
                              blocks.diagnosis_layouts(diagnosis, analysis_id, title=title, tickets=tickets,
