@@ -36,13 +36,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "gpus": ("node_id", "gpu", "uuid"),
 }
 # Columns without which a row says nothing its table can place: such a row is not read, and said (a link reading of
-# no link type, an event of no kind); a node's name comes from --node where it is given.
-VALUED: dict[str, tuple[str, ...]] = {
-    "link_samples": ("node_id", "link_type"),
-    "events": ("node_id", "kind"),
-    "topology": ("node_id", "a", "b", "relation"),
-    "gpus": ("node_id", "gpu"),
-}
+# no link type names no link). A row of no node is not one: it takes the node the rest of the input names.
+VALUED: dict[str, tuple[str, ...]] = {"link_samples": ("link_type",)}
 ENUMS: dict[str, tuple[str, ...]] = {
     "link_type": ("nvlink", "pcie", "nvswitch"),
     "link_state": ("up", "down", "degraded", "inactive", "unknown"),
@@ -273,7 +268,7 @@ class TablesReader:
                     warnings.append(IngestWarning(source.name, 1 if lines is not None else None,
                                                   f"columns not in {schema.name} ignored: {', '.join(extra)}"))
             raw, chunk = chunk, _coerce(chunk, schema, source.name, lines, warnings)
-            chunk, lines = _valued(chunk, raw, schema, lines, source.name, warnings, named=node_id is not None)
+            chunk, lines = _valued(chunk, raw, schema, lines, source.name, warnings)
             at.extend(lines or [None] * len(chunk))
             if node_id is not None and "node_id" in schema.columns:
                 chunk["node_id"] = node_id
@@ -287,11 +282,10 @@ class TablesReader:
 
 
 def _valued(chunk: pd.DataFrame, raw: pd.DataFrame, schema: TableSchema, lines: list[int] | None, where: str,
-            warnings: list[IngestWarning], *, named: bool) -> tuple[pd.DataFrame, list[int] | None]:
+            warnings: list[IngestWarning]) -> tuple[pd.DataFrame, list[int] | None]:
     """The chunk less its rows with no value (or none valid: `raw` holds them as read) in a column its table cannot
-    place a row without (`VALUED`), each said with its line; `named`: the node is named by --node, so its column
-    may be empty."""
-    needed = [c for c in VALUED.get(schema.name, ()) if c in chunk.columns and not (named and c == "node_id")]
+    place a row without (`VALUED`), each said with its line."""
+    needed = [c for c in VALUED.get(schema.name, ()) if c in chunk.columns]
     if not needed or not (empty := chunk[needed].isna().any(axis=1)).any():
         return chunk, lines
     dropped = np.flatnonzero(empty.to_numpy())
