@@ -93,6 +93,16 @@ class DraftTarget:
             data["c"] = clip(component, 200)
         return json.dumps(data, separators=(",", ":"))
 
+    @staticmethod
+    def named(value: str) -> str | None:
+        """The part a button's value names (a button's label may say more: its open ticket, a shortened name);
+        None for a value that names none."""
+        try:
+            named = json.loads(value).get("c")
+        except (ValueError, AttributeError):
+            return None
+        return named if isinstance(named, str) and named else None
+
     @classmethod
     def parse(cls, value: str) -> DraftTarget:
         """The target a value names; ValueError for any value `value()` did not make."""

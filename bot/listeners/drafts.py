@@ -45,8 +45,13 @@ class Refused(Exception):
 
 
 def _label(action: dict[str, Any]) -> str:
-    picked = (action.get("selected_option") or {}).get("text") or action.get("text") or {}
-    return str(picked.get("text") or "").removeprefix("Draft ticket: ") or "this finding"
+    """The part a click drafts, as the "Drafting..." notice names it: a menu option's text, else the part the
+    button's value names (its label may say its open ticket, or be shortened), else its label less "Draft ticket: "."""
+    option = action.get("selected_option")
+    if option:
+        return str((option.get("text") or {}).get("text") or "") or "this finding"
+    named = blocks.DraftTarget.named(str(action.get("value") or ""))
+    return named or str((action.get("text") or {}).get("text") or "").removeprefix("Draft ticket: ") or "this finding"
 
 
 class Slot:

@@ -14,6 +14,7 @@ import pytest
 from bot.cli import main
 from bot.demo import StepClock, bundled, earlier_shift
 from bot.listeners.commands import Request, UsageError, parse
+from bot.mrkdwn import esc
 from bot.nodes import TableNodeSource
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
@@ -248,8 +249,13 @@ def test_a_draft_click_on_a_part_whose_ticket_is_verifying_says_so(local: LocalS
     local.injector.action(draft, user="UBOB", channel=OPS, message_ts=summary.ts)
     assert local.slack.wait_for(lambda s: any(ticket.id in m.text for m in posted(s, thread=summary.ts)),
                                 timeout=LONG_WAIT)
-    said = next(m.text for m in posted(local.slack, thread=summary.ts) if ticket.id in m.text)
-    assert "is verifying its repair" in said and "already open" not in said
+    said = next(m.text for m in posted(local.slack, thread=summary.ts) if "is verifying its repair" in m.text)
+    assert ticket.id in said and "already open" not in said
+    # the button says the ticket ("Add to FAB-0001: ..."); the notice names the part it drafts, as before
+    assert draft["text"]["text"].startswith(f"Add to {ticket.id}: ")
+    notice = next(str(c.params.get("text")) for c in local.slack.calls_to("chat.postMessage")
+                  if "Drafting the ticket for" in str(c.params.get("text")))
+    assert f"Drafting the ticket for {esc(ticket.component)}…" in notice, notice
     assert fmt.when(datetime.fromisoformat(str(ticket.repaired_at))) in said
 
 
