@@ -396,11 +396,16 @@ class Diagnosis(BaseModel):
             return "its newest input cut off before its end"
         return "one reading per link"
 
+    def cut_unjudged(self) -> bool:
+        """Whether what leaves this view unjudged is its input cut off alone: its rates read, none unknown for
+        another reason, no fault found."""
+        return (self.cut_off and self.rates_known and not self.fault_detected
+                and not (self.pinned or self.dropped or self.read_once or self.unread))
+
     def unrated_unknown(self) -> str:
         """What an unrated view leaves unknown, in the words every door says it with: its error rates, or (an input
         cut off, its rates read) whatever followed the cut."""
-        cut = self.cut_off and self.rates_known and not (self.pinned or self.dropped or self.read_once or self.unread)
-        return "what followed the cut is not read" if cut else "no error rate is known"
+        return "what followed the cut is not read" if self.cut_unjudged() else "no error rate is known"
 
     def fault_said(self) -> str:
         """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read or no rate

@@ -289,8 +289,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
                     if d.unread and not d.read_once and not d.fault_detected and n not in lone and n not in pinned
                     and n not in dropped)
     cut = sorted(n for n, d in answered.diagnoses.items()
-                 if d.cut_off and d.rates_known and not d.read_once and not d.fault_detected
-                 and n not in {*lone, *pinned, *dropped, *unread})
+                 if d.cut_unjudged() and n not in {*lone, *pinned, *dropped, *unread})
     result.unjudged = sorted({*lone, *pinned, *dropped, *unread, *cut,
                               *(n for n in unreadable if n not in reporting)})
     # a rate unknown, what it shows failing no rule: a reading without a value its others hold (refused as damaged,
