@@ -234,8 +234,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         seen = view.nvlinks_seen.get(node, {})
         if node in cut and node in view.gpus_seen:
             warnings[node].append("its newest readings come from an input that stops short or leaves part out (a "
-                                  "file cut inside a line, an elided `[...]`, an nvidia-smi output of some GPUs, an "
-                                  "NMX-T scrape of some ports of a tray): "
+                                  "file cut inside a line, an elided `[...]`, an nvidia-smi output of some GPUs, a "
+                                  "dcgm-exporter excerpt, an NMX-T scrape of some ports of a tray): "
                                   "links and GPUs it does not reach are not judged missing; read the whole output to "
                                   "judge them")
         if node in view.gpus_seen and node not in listed and node not in cut:

@@ -118,6 +118,7 @@ class DcgmParser:
     families: dict[str, None] = field(default_factory=dict)  # the metrics its `# TYPE` lines name, in order
     sampled: dict[str, None] = field(default_factory=dict)  # the metrics its samples name, in order
     hosts: dict[str, None] = field(default_factory=dict)  # the hosts its labels name where `node_id` names the node
+    partial: bool = False  # `IngestResult.partial`: a source read is an excerpt (no HELP or TYPE line)
     _series: dict[str, Series] = field(default_factory=dict)
     _names: dict[int, str] = field(default_factory=dict)  # column id -> name
     _meanings: SeriesMeanings = field(init=False)
@@ -145,6 +146,9 @@ class DcgmParser:
                                                  "sentinel (field not supported): read as no value"))
         if state.units - {"s", "ms"}:  # the exposition format's milliseconds, or OpenMetrics' seconds, go unsaid
             warn(IngestWarning(state.name, None, epoch_note("timestamps", [u for u in UNIT_NAMES if u in state.units])))
+        # the exporter writes a HELP and a TYPE line before every metric: lines without them were picked out (the
+        # analysis says why the GPUs they leave out are not judged missing)
+        self.partial |= self.samples > before and state.header is None
         if state.header is not None and state.header[1] > state.last_sample:
             warn(IngestWarning(state.name, state.header[1], f"metric {state.header[0]} announced but no samples "
                                                             "follow: the input is cut off here", cut=True))
@@ -314,7 +318,7 @@ class DcgmParser:
         tables["gpus"] = build_gpus(self.gpus)
         if self.node_id is None:  # a series no label names a host of names no node: the node the person asks about
             tables = {name: unnamed(frame) for name, frame in tables.items()}
-        return IngestResult(tables, [*warnings, *xid_warnings])
+        return IngestResult(tables, [*warnings, *xid_warnings], partial=self.partial)
 
 
 def mtime(source: Source) -> datetime | None:
