@@ -229,11 +229,12 @@ def draft_elements(diagnosis: Diagnosis, analysis_id: int, shown: Shown = Shown(
     a menu of its worst `shown.options` too), then menus of the rest, `MAX_OPTIONS` each, up to `shown.more` in all
     (the parts first, then their worst links): Slack caps the text of a whole message, and a summary of a node whose
     every link is down must still post. `ticketed`: the parts with a ticket open (their slug or name -> ticket id),
-    whose buttons say it; the first part without one is the primary button."""
+    whose buttons say it; the first part without one is the primary button, where a fault is found: warnings alone
+    are drafted only if asked (as `fabricbot ticket` drafts them only for a link named)."""
     items = _draftables(diagnosis, analysis_id)
     elements: list[ButtonElement | StaticSelectElement] = []
     links_left = 0
-    primary = True
+    primary = diagnosis.fault_detected
     for n, item in enumerate(items[:shown.buttons]):
         ticket = (ticketed or {}).get(item.slug or item.name) or (ticketed or {}).get(item.name)
         elements.append(_button(item.name, item.action_id, item.target.value(item.name), primary and ticket is None,
