@@ -116,6 +116,21 @@ def totals_of(row: Mapping[str, Any], link_type: str) -> dict[str, float]:
     return {c: v for c, v in totals.items() if v is not None}
 
 
+def persistence_unjudged(row: Mapping[str, Any], thresholds: Thresholds, hours: float) -> list[str]:
+    """Why a persistence rule was not judged on this link: its readings begin too late to tell (`link_metrics`'
+    `unjudged_<rule>`), so a link that may be flapping reads as a warning or as clean, and the answer says so."""
+    said = []
+    for r in thresholds.rules:
+        if r.persist is None or not bool(row.get(f"unjudged_{r.name}")):
+            continue
+        k, m = r.persist
+        said.append(f"{fmt.label(r.counter)} above {fmt.value(r.above, r.unit)} in "
+                    f"{int(row[f'over_{r.name}'])} of the last {m} windows of {fmt.hours(hours)}, and its readings "
+                    f"reach too few of them to tell whether {k} are ({r.name} needs {fmt.hours(m * hours)} of "
+                    "readings): not judged; a shorter window judges it")
+    return said
+
+
 def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = False,
                nvlink_generation: int | None = None) -> Finding:
     """One link's finding: rates, the rules crossed, state, evidence (congestion, lone readings, resets).

@@ -51,7 +51,7 @@ from .diagnosis import assemble
 from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
-from .findings import finding_of, restart_notes, unrated_links
+from .findings import finding_of, persistence_unjudged, restart_notes, unrated_links
 from .fleet_metrics import PIECE_ROWS, counted_nodes, end_levels, fleet_metrics, max_samples, read_once
 from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links, sxids_of_gone_gpus
 from .jobs import History, explain_jobs
@@ -166,6 +166,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     reach = reach_notes(spans, start_ns=start_ns, asked_hours=window.total_seconds() / 3600)
     found: dict[str, list[Finding]] = {}
     sticky: dict[str, list[str]] = {}  # each node's lane statuses no reading dates: what to read to date them
+    # each node's links whose readings begin too late to judge a persistence rule: (link type, GPU, link), why
+    untold: dict[str, list[tuple[tuple[LinkType, int | None, int | None], str]]] = {}
     policy = default_ends()
     ends = pcie_ends(links, t, since_ns, end_ns, policy)
     if ends and len(metrics):
@@ -197,6 +199,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if note and not f.lanes and f.severity is not Severity.DOWN:
                 f = f.model_copy(update={"evidence": [*f.evidence, note]})
             found.setdefault(str(row["node_id"]), []).append(f)
+            untold.setdefault(str(row["node_id"]), []).extend(
+                ((f.link_type, f.gpu, f.link), said)
+                for said in persistence_unjudged(row, thresholds, window.total_seconds() / 3600))
     event_nodes = events["node_id"].astype("string").to_numpy(object) if len(events) and "node_id" in events.columns \
         else np.zeros(0, dtype=object)
     reporting_links = _names(metrics)
@@ -306,7 +311,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     result.timings["jobs_s"] = time.perf_counter() - started - sum(result.timings.values())
     for node in wanted:
         mine = found.get(node, [])
-        notes = [*graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, [])]
+        named = {(f.link_type, f.gpu, f.link): f.component for f in mine}  # placed: a switch port named
+        notes = [*graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, []),
+                 *(f"{named[key]}: {said}" for key, said in untold.get(node, []) if key in named)]
         if node in undated:
             readings, logged = undated[node]
             carry = "carries" if readings + logged == 1 else "carry"

@@ -34,7 +34,8 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
     """Per link: rates per hour in the window ending at `end_ns`, state, derived metrics, persistence counts.
 
     A rule with `persist = [k, m]` gets `over_<rule>`: in how many of the last m windows the counter's increase
-    per window-hour exceeded the rule's limit.
+    per window-hour exceeded the rule's limit; and `unjudged_<rule>`: whether the link's readings begin too late to
+    tell (some window over, too few read to reach k, enough unread to: a long window on a short history).
     """
     cur = increase(p, end_ns=end_ns, span=int(window.total_seconds() * 1e9))
     state = last_state(p, end_ns)
@@ -56,13 +57,18 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
         extra[m.name] = np.where(busy, lost, lost * 0)  # NaN (no PCIe reading) stays NaN
         extra[f"{m.column}_lost_idle"] = np.where(~busy, lost, lost * 0)  # said, never judged
     hours = window.total_seconds() / 3600
+    span = int(window.total_seconds() * 1e9)
+    read = -((p.t[p.segment_starts] - end_ns) // span) if p.nseg else np.zeros(0, dtype=np.int64)  # windows reached
     for rule in thresholds.rules:
         if rule.persist is None:
             continue
+        needed, of = rule.persist
         counters = SUMS.get(rule.counter, (rule.counter,))
-        sums = sum((window_sums(p, c, window=window, end_ns=end_ns, windows=rule.persist[1]) for c in counters),
-                   start=np.zeros((p.nseg, rule.persist[1])))
-        extra[f"over_{rule.name}"] = (sums / hours > rule.above).sum(axis=1)
+        sums = sum((window_sums(p, c, window=window, end_ns=end_ns, windows=of) for c in counters),
+                   start=np.zeros((p.nseg, of)))
+        over = (sums / hours > rule.above).sum(axis=1)
+        extra[f"over_{rule.name}"] = over
+        extra[f"unjudged_{rule.name}"] = (over > 0) & (over < needed) & (over + np.clip(of - read, 0, of) >= needed)
     return pd.concat([cur, state, pd.DataFrame(extra, index=cur.index)], axis=1)  # one concat, not an insert each
 
 

@@ -63,6 +63,24 @@ def test_any_recovery_warns_and_persistent_recoveries_fail_even_at_9_per_hour() 
     assert "recovery_persistent" in rules(flapping) and flapping.severity is Severity.FAILING
 
 
+@pytest.mark.parametrize("hours", [2, 4])
+def test_a_flapping_link_read_too_briefly_for_its_persistence_rule_says_so(hours: int) -> None:
+    """9 recoveries an hour fail once 3 of the last 4 windows show them; read for 2 hours, only 2 windows can: the
+    link warns, and the answer says the persistence rule was not judged, where it said nothing."""
+    n = 12 * hours + 1
+    rising = [int(9 * i / 12) for i in range(n)]
+    d = diagnose({"link_samples": links(link_series({"replay": steady(0, n=n), "recovery": rising}))})
+    (f,) = d.findings
+    said = [w for w in d.warnings if "recovery_persistent" in w]
+    if hours == 2:
+        assert rules(f) == {"recovery"} and f.severity is Severity.WARNING
+        assert said == [f"{f.component}: recoveries above 0/h in 2 of the last 4 windows of 1 h, and its readings "
+                        "reach too few of them to tell whether 3 are (recovery_persistent needs 4 h of readings): "
+                        "not judged; a shorter window judges it"]
+    else:
+        assert "recovery_persistent" in rules(f) and f.severity is Severity.FAILING and said == []
+
+
 def test_persistence_needs_k_of_m_windows() -> None:
     # recoveries only in the last hour: warning, not the persistent rule
     values = [0] * 37 + [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]

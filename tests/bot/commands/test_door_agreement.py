@@ -387,3 +387,22 @@ def test_a_store_of_a_topology_alone_is_swept_as_its_node_is_answered(cli: Cli, 
     else:
         assert code == 3 and not swept["offenders"] and not swept["complete"], err
         assert NODE in json.dumps(swept["incomplete_reasons"]) or NODE in swept.get("silent", []), swept
+
+
+def test_a_window_too_long_for_a_persistence_rule_says_so_through_each_door(cli: Cli, bundled_store: Path) -> None:
+    """The bundled fleet holds 8 h: at a 6 h window the flapping link's 3-of-4-windows rule would need 24 h, so the
+    link only warns, and each door says the rule was not judged, where the answer said "no fault" beside a verdict
+    blaming the link; at 1 h the rule is judged and fails the link."""
+    node = "hpc-gpu-node-15"
+    doors = {"file": ["analyze", str(FIXTURES / "fleet"), "--node", node],
+             "store": ["analyze", "--store", str(bundled_store), "--node", node]}
+    said: dict[str, list[str]] = {}
+    for door, argv in doors.items():
+        answer = _answer(cli, *argv, "--window", "6h")
+        said[door] = [w for w in answer["warnings"] if "recovery_persistent needs 24 h" in w]
+        assert len(said[door]) == 1 and not answer["fault_detected"], (door, answer["warnings"])
+        judged = _answer(cli, *argv)
+        assert judged["fault_detected"] and not any("recovery_persistent needs" in w for w in judged["warnings"])
+    swept = _answer(cli, "sweep", "--store", str(bundled_store), "--window", "6h")
+    assert said["file"] == said["store"] == [w for w in swept["diagnoses"][node]["warnings"]
+                                             if "recovery_persistent needs" in w]
