@@ -72,6 +72,7 @@ def observe_ports(out: NodeGraph, topology: pd.DataFrame) -> None:
     rows = topology[topology["relation"].astype(str) == "remote"] if "relation" in topology else topology.iloc[:0]
     _bind_bus_ids(out, [str(r) for r in rows["b"].dropna()])
     g = out.graph
+    unplaced: dict[str, tuple[str, dict[str, list[str]]]] = {}  # a remote end no node is: where first, whose links
     for row in rows.itertuples(index=False):
         gpu = gpu_index(str(_value(row, "a") or ""))
         link = _value(row, "link")
@@ -80,7 +81,7 @@ def observe_ports(out: NodeGraph, topology: pd.DataFrame) -> None:
         where = _value(row, "source") or "nvlink -R"
         target = _target(out, remote)
         if gpu is None or link is None or target is None:
-            out.warnings.append(f"{where}: cannot place remote end {remote!r} of {_value(row, 'a')} link {link}")
+            unplaced.setdefault(remote, (str(where), {}))[1].setdefault(str(_value(row, "a")), []).append(str(link))
             continue
         link = int(link)
         attrs: dict[str, Any] = {"link_type": "nvlink", "gen": None}
@@ -106,3 +107,6 @@ def observe_ports(out: NodeGraph, topology: pd.DataFrame) -> None:
             attrs.pop("ends", None)
             key = f"nvlink {link}"
         g.add_edge(gpu_node(gpu), target, key=key, **attrs)
+    for remote, (where, ends) in unplaced.items():  # one line per remote end: bridged boards have dozens of links
+        said = "; ".join(f"{end} link{'s' if len(links) > 1 else ''} {', '.join(links)}" for end, links in ends.items())
+        out.warnings.append(f"{where}: cannot place remote end {remote!r} of {said}")

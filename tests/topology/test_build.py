@@ -175,6 +175,16 @@ def test_unplaceable_remote_end_is_a_warning() -> None:
     assert any("nvlink_r.txt:1: cannot place remote end 'somewhere'" in w for w in graph.warnings)
 
 
+def test_the_links_of_one_unplaceable_remote_end_are_one_warning() -> None:
+    """A bridged pair's `nvlink -R` names the peer GPU's bus id on every link: one warning per remote end, naming
+    its links, not one per link."""
+    graph = with_observed_ports(platform_graph("h100-nvl-8gpu"), remote_rows(
+        [(0, n, "0000:d5:00.0", n) for n in (0, 1, 2, 3, 6)] + [(1, n, "0000:c5:00.0", n) for n in (0, 1)]))
+    said = [w for w in graph.warnings if "cannot place" in w]
+    assert [w.split(": ", 1)[1] for w in said] == ["cannot place remote end '0000:d5:00.0' of GPU0 links 0, 1, 2, 3, 6",
+                                                   "cannot place remote end '0000:c5:00.0' of GPU1 links 0, 1"]
+
+
 def test_inventory_per_node_toml(tmp_path: Path) -> None:
     path = tmp_path / "node.toml"
     path.write_text('node_id = "n1"\nnode_serial = "SN123"\nrack = "R12-U30"\ndriver = "550.54.15"\n'
