@@ -7,7 +7,7 @@ A metric's name and unit are the metric table's (`metrics`): counters are rates 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 import pandas as pd
@@ -45,6 +45,17 @@ def count(amount: float, one: str, many: str | None = None, *, compact: bool = F
 def noun(amount: float, one: str, many: str | None = None) -> str:
     """The noun of a count without its number, where the things are listed instead: 'lane 6', 'lanes 0, 3'."""
     return one if amount == 1 else many or one + "s"
+
+
+def spans(numbers: Iterable[int]) -> str:
+    """Numbers as runs: 'GPUs ' + spans([0, 1, 2, 3, 5]) reads 'GPUs 0-3, 5'."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def value(amount: float, unit: Unit | str, *, compact: bool = False) -> str:

@@ -41,6 +41,11 @@ def test_a_count_of_one_is_worded_in_the_singular() -> None:
     assert fmt.noun(1, "lane") == "lane" and fmt.noun(2, "lane") == "lanes" and fmt.noun(2, "GPU", "GPUs") == "GPUs"
 
 
+def test_numbers_are_listed_as_runs() -> None:
+    assert fmt.spans([5, 0, 1, 2, 3, 3]) == "0-3, 5" and fmt.spans([7]) == "7" and fmt.spans([]) == ""
+    assert fmt.spans([0, 2, 4, 5]) == "0, 2, 4-5"
+
+
 def test_a_pcie_counter_is_not_an_nvlink_figure() -> None:
     assert not applies("replay_rollovers", "nvlink") and applies("replay_rollovers", "pcie")
     assert not applies("width_lost", "nvlink") and not applies("effective_ber", "pcie")

@@ -9,10 +9,13 @@ import argparse
 import contextlib
 import json
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from diagnostics import InputError
+from diagnostics import format as fmt
 from diagnostics.ingest import STDIN, open_input
 from diagnostics.store import DB_NAME, At, IngestReport, expand, open_store, read_sources
 
@@ -30,6 +33,24 @@ def _parse_at(value: str | None) -> At:
     return parse_time(value, field="--at")
 
 
+def _links_read(per_node: Mapping[str, Mapping[Any, int]]) -> dict[str, list[str]]:
+    """The nodes by how many NVLinks each GPU's readings hold ('18 on each of GPUs 0-7'; '18 on GPUs 0-6, 17 on
+    GPU 7'): one line per board read alike, not one per node."""
+    alike: dict[str, list[str]] = {}
+    for node, gpus in per_node.items():
+        by_count: dict[int, list[int]] = {}
+        for gpu, n in gpus.items():
+            by_count.setdefault(int(n), []).append(int(gpu))
+        if len(by_count) == 1:
+            ((n, on),) = by_count.items()
+            said = f"{n} on {'each of ' if len(on) > 1 else ''}{fmt.noun(len(on), 'GPU')} {fmt.spans(on)}"
+        else:
+            said = ", ".join(f"{n} on {fmt.noun(len(on), 'GPU')} {fmt.spans(on)}"
+                             for n, on in sorted(by_count.items(), reverse=True))
+        alike.setdefault(said, []).append(node)
+    return alike
+
+
 def _print_text(report: IngestReport, stored: bool) -> None:
     summary = report.as_dict()
     for f in report.files:
@@ -42,8 +63,9 @@ def _print_text(report: IngestReport, stored: bool) -> None:
     if summary["platforms"]:
         print("platforms: " + ", ".join(f"{n} {p}" for n, p in sorted(summary["platforms"].items())[:10])
               + (f" (and {len(summary['platforms']) - 10} more)" if len(summary["platforms"]) > 10 else ""))
-    for node, gpus in summary["links_per_gpu"].items():
-        print(f"  {node}: NVLinks per GPU " + " ".join(f"{g}:{n}" for g, n in gpus.items()))
+    for said, nodes in _links_read(summary["links_per_gpu"]).items():
+        shown = ", ".join(nodes[:3]) + (f" and {fmt.count(len(nodes) - 3, 'more node')}" if len(nodes) > 3 else "")
+        print(f"  NVLinks read: {said}: {shown}")
     for w in report.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if not stored:

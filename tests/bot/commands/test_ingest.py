@@ -39,6 +39,23 @@ def test_links_per_gpu_and_store(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "already in the store" in capsys.readouterr().out
 
 
+def test_the_links_read_per_gpu_are_one_line_per_board_read_alike(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """'n1: NVLinks per GPU 0:12 1:12 ...' once per node said little and ran to a line a node: the nodes are grouped
+    by what was read, and a GPU read short stands out."""
+    def scrape(node: str, short: int | None) -> str:
+        return "".join(f'# TYPE DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L{i} counter\n'
+                       + "".join(f'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L{i}{{gpu="{g}",Hostname="{node}"}} 0\n'
+                                 for g in range(8) if not (g == short and i >= 10))
+                       for i in range(12))
+    for node, short in [("n1", None), ("n2", None), ("n3", None), ("n4", None), ("n5", 7)]:
+        (tmp_path / f"{node}.prom").write_text(scrape(node, short))
+    assert main(["ingest", str(tmp_path)]) == 0
+    said = [line.strip() for line in capsys.readouterr().out.splitlines() if "NVLinks read" in line]
+    assert said == ["NVLinks read: 12 on each of GPUs 0-7: n1, n2, n3 and 1 more node",
+                    "NVLinks read: 12 on GPUs 0-6, 10 on GPU 7: n5"]
+
+
 def test_nothing_readable_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     junk = tmp_path / "junk.bin"
     junk.write_bytes(bytes(range(256)))
