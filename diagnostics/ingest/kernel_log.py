@@ -31,7 +31,7 @@ from .base import IngestResult, Source
 from .fm_lines import JOURNAL, FabricManagerLines, file_form, leveled, names_manager
 from .journal import JournalSpan
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
-from .log_prefix import prefixed, strip_prefix
+from .log_prefix import kernel_lines, prefixed, strip_prefix
 from .textlines import Collector, classify, normalize_bus_id, one_edit, skip_shell
 
 # a line that may be a `date` alone (a weekday first, or ISO's year), pdsh's `host: ` before it: cheap, before parsing
@@ -69,7 +69,7 @@ class KernelLogReader:
             return 0.7
         if "AER:" in head or "PCIe Bus Error" in head:
             return 0.8
-        return 0.0
+        return 0.3 if kernel_lines(head) else 0.0  # read to say it holds no driver line
 
     def opens(self, text: str) -> bool:
         """A driver message (NVRM, an SXid, a PCIe AER report) after a log prefix this reader knows, or an Xid or

@@ -30,6 +30,9 @@ _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})
 _DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
 _TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
 _UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
+# /dev/kmsg records (`cat /dev/kmsg`, GPUd's kmsg watcher): `priority,sequence,microseconds since boot,flags;message`
+# (the kernel's Documentation/ABI/testing/dev-kmsg)
+_KMSG = re.compile(r"^\d+,\d+,\d+,[^;,\s]*(?:,[^;]*)?;")
 # journalctl -o short-monotonic, -o short-delta (`<` the time since the entry before `>`): the host before `kernel:`
 _MONOTONIC = re.compile(r"^\[\s*\d+\.\d+(?:\s*<\s*[\d.]+>)?\]\s+(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[])")
 # pdsh and clush put `host: ` before each line a host printed (`pdsh -w gpu[01-64] dmesg -T`, `... journalctl -k`)
@@ -82,6 +85,10 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
         host, body = match["host"], body[match.end():]
         out.once("monotonic", number, "journalctl -o short-monotonic times are seconds since boot; these events have "
                                       "no timestamp")
+    elif match := _KMSG.match(body):
+        body = body[match.end():]
+        out.once("kmsg", number, "/dev/kmsg times are microseconds since boot, no time of day: these events carry "
+                                 "none of their own")
     elif (head := _HEAD.match(body)) and any(c.isdigit() for c in head[1]) and not _UPTIME.match(body):
         out.warn(number, f"{head[1].strip()[:40]!r} is a log prefix none of the forms this reader knows (its time "
                          "damaged?); the event has no time")
@@ -94,7 +101,17 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
     return body, ts, host
 
 
-_PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T)
+_PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T, _KMSG)
+# the prefixes only a kernel log puts before each line: a log of none of the driver's lines is still a kernel log
+_KERNEL_ONLY = re.compile(r"^(?:\[\s*\d+\.\d+\]|\d+,\d+,\d+,[^;,\s]*(?:,[^;]*)?;|\S.*?\skernel:\s)")
+
+
+def kernel_lines(head: str) -> bool:
+    """Whether most of the lines of `head` start as only a kernel log's do (dmesg's seconds since boot, a /dev/kmsg
+    record, a syslog or journal line from the kernel): a log with no NVIDIA line in it, which says so."""
+    lines = [line.strip() for line in head.splitlines() if line.strip()][:50]
+    kernel = sum(1 for line in lines if _KERNEL_ONLY.match(line))
+    return kernel >= 2 and kernel >= 0.6 * len(lines)
 
 
 def prefixed(body: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from diagnostics.errors import InputError
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.kernel_log import READER
 from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
@@ -320,3 +321,34 @@ def test_a_pdsh_line_of_a_locales_month_keeps_its_host_and_time(word: str) -> No
     events = READER.read(Source.from_text(text, name="pdsh")).tables["events"]
     assert events["node_id"].tolist() == ["node01"]
     assert f"{events['timestamp'].iloc[0]:%Y-%m-%d %H:%M:%S}" == "2025-06-09 09:27:03"
+
+
+KMSG = ("6,3964,206764307,-;nvidia-nvswitch2: open (major=510)\n"
+        "6,3973,227986636,-;IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready\n")
+
+
+def test_a_kmsg_records_xid_is_read_and_its_time_since_boot_said() -> None:
+    """`cat /dev/kmsg` (GPUd's kmsg watcher) puts `priority,sequence,microseconds,flags;` before each message."""
+    result = read_text(KMSG + "4,3990,250000000,-;NVRM: Xid (PCI:0000:4e:00): 79, pid=1234, name=python, "
+                              "GPU has fallen off the bus.\n")
+    events = result["events"]
+    assert events[["code", "pci_bus_id"]].values.tolist() == [[79, "0000:4e:00.0"]]
+    assert events["timestamp"].isna().all()
+    assert not any("none of the forms this reader knows" in w.message for w in result.warnings)
+    assert any("microseconds since boot" in w.message for w in result.warnings)
+
+
+@pytest.mark.parametrize("log", [KMSG, "[    5.123456] nvidia-nvswitch2: open (major=510)\n"
+                                       "[    6.000000] IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready\n",
+                                 "Dec  7 10:00:01 gpu-07 kernel: nvidia-nvswitch2: open (major=510)\n"
+                                 "Dec  7 10:00:02 gpu-07 kernel: IPv6: eth0: link becomes ready\n"])
+def test_a_kernel_log_with_no_driver_line_is_read_as_one_and_says_so(log: str) -> None:
+    """A clean kernel log was refused as a format nothing reads; it is a kernel log in which nothing was logged."""
+    result = read_text(log)
+    assert result.empty
+    assert any("hold no Xid, SXid, AER or off-the-bus message" in w.message for w in result.warnings)
+
+
+def test_lines_that_only_look_timed_are_no_kernel_log() -> None:
+    with pytest.raises(InputError, match="unrecognized format"):
+        read_text("2026-12-07T10:00:00Z step=1 loss=2.3\n2026-12-07T10:00:01Z step=2 loss=2.2\n")
