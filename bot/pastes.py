@@ -145,6 +145,7 @@ def whole_answer(sources: list[Source], node: str | None, platforms: Mapping[str
     """A paste that says more than one reading's totals, answered as `fabricbot analyze FILE --node NODE
     [--platform P]` answers it: the same diagnosis, and its warnings. `node`: the one node the paste names (None: it
     names several); `platforms`: the nodes' platforms the bot knows (the thread's node's)."""
+    first: str | None = None
     try:
         try:
             source, node, read = files_source(sources, node=node)
@@ -155,13 +156,16 @@ def whole_answer(sources: list[Source], node: str | None, platforms: Mapping[str
             thread = node
             source, node, read = files_source(sources, node=None)
             diagnosis = diagnose(source, Request(node=node)).diagnosis
-            read = [f"the paste names {node}, not this thread's node {thread}: answered for {node}", *read]
+            first = f"the paste names {node}, not this thread's node {thread}: answered for {node}"
     except FabricbotError as exc:
         if isinstance(exc, InputError) and exc.field == "--node":
             return (f"I read that, but {esc(exc.reason.removesuffix(': give --node NODE'))}: paste one node's output "
                     "at a time.")
         return f"I read that, but could not judge it: {esc(exc)}"
     said = list(dict.fromkeys([*read, *diagnosis.warnings]))
+    if len(said) > WARNINGS_SHOWN:  # the answer's own caveats (health unknown, not judged) before the reader's lines
+        said = list(dict.fromkeys([*diagnosis.warnings, *read]))
+    said = [first, *said] if first else said
     notes = "".join(f"\n_warning: {esc(w)}_" for w in said[:WARNINGS_SHOWN])
     if len(said) > WARNINGS_SHOWN:
         notes += f"\n_…and {len(said) - WARNINGS_SHOWN} more warnings: `fabricbot analyze` on the output lists them_"

@@ -370,3 +370,18 @@ def test_two_machines_outputs_pasted_as_one_are_not_read_as_one_node() -> None:
         reply = _reply(local, root.ts)
     assert "could not judge it as one node's: two GPUs at one place: GPU 0 is GPU-bbbbbbbb" in reply, reply
     assert "two machines' outputs" in reply and "links up" not in reply
+
+
+def test_a_paste_with_more_warnings_than_shown_shows_the_answers_caveats_before_the_readers_line_notes() -> None:
+    """Six readings, each dated in an ambiguous zone (a line note each), of one GPU's links: the answer's own caveat
+    (the readings cover only part of the window) was one of the warnings '…and N more' hid."""
+    def reading(minute: int) -> str:
+        links = "".join(f"\t Link {n}: Replay Errors: {minute * 10}\n\t Link {n}: Recovery Errors: 0\n"
+                        f"\t Link {n}: CRC Errors: 0\n" for n in range(18))
+        return (f"$ date\nMon Dec  7 10:{minute:02d}:01 PST 2026\n$ nvidia-smi nvlink -e\n"
+                f"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-ababababab00)\n{links}")
+    said = pastes.whole_answer([Source.from_text("".join(reading(m) for m in range(0, 12, 2)), name="paste")], "pn")
+    shown = [line for line in said.splitlines() if line.startswith("_warning: ")]
+    assert len(shown) == pastes.WARNINGS_SHOWN and "more warnings" in said.splitlines()[-1]
+    assert any("cover" in line and "of the 1 h window" in line for line in shown), shown
+    assert shown[-1].count("stands for several zones") == 1
