@@ -187,12 +187,31 @@ def explain_job(source: Source, request: Request) -> Answer:
     explanation = result.jobs.get(job)
     blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
     node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
+    others = _other_faults(result, explanation, job, node, nodes)
     if node in slots:  # as its rack answers it
-        diagnosis = viewed(result.diagnoses[node], got, length, got.warnings, asked_end=_asked(request))
+        diagnosis = viewed(result.diagnoses[node], got, length, [*got.warnings, *others], asked_end=_asked(request))
     else:
-        seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request))
+        seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings, *others],
+                      asked_end=_asked(request))
         diagnosis = named(seen, source.nodes())
     return Answer(diagnosis, result.graphs.get(node), result, got, explanation)
+
+
+def _other_faults(result: FleetAnalysis, job: JobExplanation | None, job_id: str, answered: str,
+                  nodes: list[str]) -> list[str]:
+    """The job's other nodes with a fault, each with its part and whether its errors track the job's slowdown: a job
+    is answered as one node, and a second failing node of it was not named at all."""
+    said = []
+    for node in nodes:
+        d = result.diagnoses.get(node)
+        if node == answered or d is None or not d.fault_detected or d.localization is None:
+            continue
+        score = job.for_link(node, d.localization.ref) if job is not None and job.slowdown else None
+        tracks = "" if score is None else (f": its errors track the slowdown (score {score.score:.2f})"
+                                           if score.explains_slowdown else
+                                           f": its errors do not track the slowdown (score {score.score:.2f})")
+        said.append(f"{node} {d.isolated_said()}, priority {d.ticket_priority}{tracks}")
+    return [f"job {job_id}'s other nodes with a fault: {'; '.join(said)}"] if said else []
 
 
 _Judged = tuple[Window, FleetAnalysis]  # a rack's window and its engine pass
