@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -24,7 +24,11 @@ from ..analysis import Step, analyze_fleet, decide, failing_parts
 from ..analysis.trends import watch_list
 from ..analysis.verify import RepairVerdict, check_repair
 from ..config.alerts import load_alerts
+from ..config.thresholds import load_thresholds
+from ..service.diagnose import node_span
+from ..service.request import CORRELATION_SPAN
 from ..store.alerts import Alert
+from ..times import ns, utc_ns
 from .life import RESTARTS
 
 WARN_SPAN = timedelta(hours=48)
@@ -95,6 +99,21 @@ def _sample_ends(samples: pd.DataFrame, node: str, start: pd.Timestamp, stop: pd
     return kept
 
 
+class _Reads:
+    """The tables as a pass of the watch loop reads them from a store at a time: the span one node's diagnosis reads
+    (`node_span`), not the four days whole, which cost every pass a pass over them for the same answer."""
+
+    def __init__(self, tables: Mapping[str, pd.DataFrame]) -> None:
+        self.tables = tables
+        self.times = {k: ns(v["timestamp"]) for k, v in tables.items() if "timestamp" in v}
+        self.span = node_span(timedelta(hours=1), load_thresholds(), CORRELATION_SPAN)
+
+    def __call__(self, at: datetime | pd.Timestamp) -> dict[str, pd.DataFrame]:
+        since, upto = utc_ns(at - self.span), utc_ns(at)
+        return {k: v[(self.times[k] > since) & (self.times[k] <= upto)] if k in self.times else v
+                for k, v in self.tables.items()}
+
+
 def score_life(tables: Mapping[str, pd.DataFrame], inventory: Mapping[str, str], truth: dict[str, Any]) -> LifeReport:
     report = LifeReport()
     samples = tables["link_samples"]
@@ -105,8 +124,9 @@ def score_life(tables: Mapping[str, pd.DataFrame], inventory: Mapping[str, str],
         if t["scenario"] in RESTARTS:
             report.restarts += 1
             at = pd.Timestamp(t["restart_at"])
+            read = _Reads(mine)
             for when in _sample_ends(samples, node, at, at + RESTART_SPAN):
-                d = analyze_fleet(mine, end=when, platforms=inventory, nodes=[node]).diagnoses[node]
+                d = analyze_fleet(read(when), end=when, platforms=inventory, nodes=[node]).diagnoses[node]
                 if d.fault_detected:
                     report.restarts_ticketed.append(f"{node} at {when:%Y-%m-%d %H:%M}: {d.isolated_component}")
         if t["scenario"] in (*RESTARTS, "healthy_long", "slow_degradation"):
@@ -147,9 +167,10 @@ def score_alerts(report: LifeReport, tables: Mapping[str, pd.DataFrame], invento
     new: dict[tuple[str, str], int] = {}
     start, end = pd.Timestamp(truth["start"]) + pd.Timedelta(hours=24), pd.Timestamp(truth["end"])
     nodes = sorted(truth["nodes"])
+    read = _Reads(tables)
     for when in pd.date_range(start, end, freq=every):
         at = when.to_pydatetime()
-        found = analyze_fleet(tables, end=at, platforms=inventory, nodes=nodes).diagnoses
+        found = analyze_fleet(read(at), end=at, platforms=inventory, nodes=nodes).diagnoses
         done = decide(failing_parts(found.values()), alerts, at=at, policy=policy, ticket_of=lambda n, s: None,
                       fleet_nodes=len(nodes))
         for d in done.decisions:
