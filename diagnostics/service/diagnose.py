@@ -199,12 +199,16 @@ def explain_job(source: Source, request: Request) -> Answer:
 
 def _other_faults(result: FleetAnalysis, job: JobExplanation | None, job_id: str, answered: str,
                   nodes: list[str]) -> list[str]:
-    """The job's other nodes with a fault, each with its part and whether its errors track the job's slowdown: a job
-    is answered as one node, and a second failing node of it was not named at all."""
+    """The job's other nodes with a fault, each with its part and whether its errors track the job's slowdown (a
+    job is answered as one node, and a second failing node went unnamed); trays of the answer's rack are the rack's
+    to name."""
     said = []
+    mine = result.diagnoses.get(answered)
+    rack = mine.rack if mine is not None else None
     for node in nodes:
         d = result.diagnoses.get(node)
-        if node == answered or d is None or not d.fault_detected or d.localization is None:
+        if node == answered or d is None or not d.fault_detected or d.localization is None \
+                or (rack is not None and d.rack == rack):  # the rack's own answer names its trays' parts
             continue
         score = job.for_link(node, d.localization.ref) if job is not None and job.slowdown else None
         tracks = "" if score is None else (f": its errors track the slowdown (score {score.score:.2f})"
