@@ -49,6 +49,11 @@ _VALID_SERIAL = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]*$")  # `[N/A]`, `[not suppo
 _OFF_BUS = re.compile(r"NVRM: GPU (?P<bus>[0-9a-fA-F:.]+): GPU has fallen off the bus")
 _OFF_BUS_BARE = re.compile(r"NVRM: GPU has fallen off the bus")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)")
+# the PCIe core after an uncorrectable error, of a device whose driver has no error handler (the nvidia driver):
+# `nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)`; recovery fails and the GPU stays lost until
+# the machine restarts (Linux, drivers/pci/pcie/err.c, report_error_detected)
+AER_LOST = re.compile(r"\bnvidia (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+AER: "
+                      r"(?P<msg>can't recover\b.*?)\s*$")
 # the driver's banner as it loads: `NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release
 # Build ...` (the open modules), `NVRM: loading NVIDIA UNIX x86_64 Kernel Module  340.65  Tue Dec  2 ...` (the others)
 _LOADING = re.compile(r"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for \S+|\S+ Kernel Module)\s+"
@@ -202,6 +207,15 @@ class DriverLines:
         self.off_bus[bus] = event
         self.said[id(event)] = "message"
         return event
+
+    def aer_lost(self, number: int, bus: str, said: str) -> dict[str, Any]:
+        """The PCIe core could not recover the GPU from an uncorrectable error: read as the GPU off the bus (what
+        the driver says of it next, Xid 79's repair), once however many lines of that bus say it."""
+        known = self.off_bus.get(bus)
+        if known is not None and _close(known, self.out.timestamp):
+            return known
+        return self.message_event(number, bus, f"AER: {said}: the kernel could not recover the GPU from an "
+                                               "uncorrectable PCIe error (read as off the bus)", self.out.timestamp)
 
     def _finish(self) -> dict[str, Any]:
         assert self.message is not None

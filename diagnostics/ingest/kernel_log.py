@@ -30,7 +30,7 @@ from . import fanout
 from .base import IngestResult, Source
 from .fm_lines import JOURNAL, FabricManagerLines, file_form, leveled, names_manager
 from .journal import JournalSpan
-from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
+from .kernel_gpu import AER_LOST, BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .log_prefix import kernel_lines, prefixed, strip_prefix
 from .textlines import Collector, classify, normalize_bus_id, one_edit, skip_shell
 
@@ -145,6 +145,8 @@ class KernelLogReader:
                 pass  # its code is refused, and said
             elif sxid and out.checked("index", line.number, sxid["code"], "code", "SXid") is not None:
                 last = _sxid(out, line.number, sxid, open_sxids)
+            elif "AER:" in body and (lost := AER_LOST.search(body)) and (bus := normalize_bus_id(lost["bus"])):
+                last = driver.aer_lost(line.number, bus, lost["msg"])
             elif "AER:" in body and (aer := _AER_RECEIVED.search(body)):
                 src = normalize_bus_id(aer["src"]) or normalize_bus_id(aer["bus"])
                 if normalize_bus_id(aer["src"]) is None:

@@ -29,7 +29,8 @@ _DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})
 _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
 _TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
-_UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
+# dmesg's seconds since boot, or `dmesg -H`/`--reltime`'s seconds since the line before (`[  +0.000844]`)
+_UPTIME = re.compile(r"^\[\s*\+?\s*\d+\.\d+\]\s*")
 # /dev/kmsg records (`cat /dev/kmsg`, GPUd's kmsg watcher): `priority,sequence,microseconds since boot,flags;message`
 # (the kernel's Documentation/ABI/testing/dev-kmsg)
 _KMSG = re.compile(r"^\d+,\d+,\d+,[^;,\s]*(?:,[^;]*)?;")
@@ -96,14 +97,14 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
     if match := _UPTIME.match(body):
         body = body[match.end():]
         if ts is None:  # under a dated prefix (syslog's), the seconds since boot are only kept beside its time
-            out.once("uptime", number, "dmesg times are seconds since boot, no time of day: these events carry none "
-                                       "of their own")
+            out.once("uptime", number, "dmesg times are seconds since boot (`dmesg -H`: since the line before), no "
+                                       "time of day: these events carry none of their own")
     return body, ts, host
 
 
 _PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T, _KMSG)
 # the prefixes only a kernel log puts before each line: a log of none of the driver's lines is still a kernel log
-_KERNEL_ONLY = re.compile(r"^(?:\[\s*\d+\.\d+\]|\d+,\d+,\d+,[^;,\s]*(?:,[^;]*)?;|\S.*?\skernel:\s)")
+_KERNEL_ONLY = re.compile(r"^(?:\[\s*\+?\s*\d+\.\d+\]|\d+,\d+,\d+,[^;,\s]*(?:,[^;]*)?;|\S.*?\skernel:\s)")
 
 
 def kernel_lines(head: str) -> bool:

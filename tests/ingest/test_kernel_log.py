@@ -352,3 +352,13 @@ def test_a_kernel_log_with_no_driver_line_is_read_as_one_and_says_so(log: str) -
 def test_lines_that_only_look_timed_are_no_kernel_log() -> None:
     with pytest.raises(InputError, match="unrecognized format"):
         read_text("2026-12-07T10:00:00Z step=1 loss=2.3\n2026-12-07T10:00:01Z step=2 loss=2.2\n")
+
+
+def test_a_gpu_the_kernel_cannot_recover_from_a_fatal_pcie_error_is_off_the_bus_once() -> None:
+    """`dmesg -H` (`[  +0.000844]` before each line) of a fatal AER at the GPU's root port: the PCIe core says twice
+    that it can't recover the nvidia device; it is one event of the GPU off the bus, its audio function's line none."""
+    result = read(REAL / "kernel_aer_cant_recover_reltime_returnn_1.txt")
+    lost = result["events"][result["events"]["kind"] == "xid"]
+    assert lost[["code", "pci_bus_id"]].values.tolist() == [[79, "0000:03:00.0"]]
+    assert "can't recover (no error_detected callback)" in lost["text"].item()
+    assert not any("none of the forms this reader knows" in w.message for w in result.warnings)
