@@ -152,8 +152,9 @@ def check_numbers(result: IngestResult, text: str | None, problems: Problems, *,
             if (table, column) == ("link_samples", "link") and text is not None:
                 values = values[~_counted_links(frame, text)]
             if (table, column) == ("events", "code") and "text" in frame.columns:  # the driver's off-the-bus
-                off_bus = frame["text"].astype("string").str.contains("fallen off the bus", case=False, na=False)
-                values = values[~(off_bus.to_numpy(bool) & (values == 79))]  # message: an Xid 79 it does not number
+                off_bus = frame["text"].astype("string").str.contains(  # message, or the PCIe core's can't recover:
+                    "fallen off the bus|AER: can't recover", case=False, na=False)  # an Xid 79 it does not number
+                values = values[~(off_bus.to_numpy(bool) & (values == 79))]
             present = values[~np.isnan(values)] if values.dtype.kind == "f" else values
             for value in present[:2000]:
                 where = f"{table}.{column} = {value!r}"
