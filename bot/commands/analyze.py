@@ -9,7 +9,7 @@ from typing import Any, TextIO
 from diagnostics import ComponentKind, Diagnosis, InputError, Localization, Thresholds, headline_name
 from diagnostics import format as fmt
 from diagnostics.analysis import part_priority
-from diagnostics.config import platform_name
+from diagnostics.config import platform_name, unread_outputs
 from diagnostics.ingest import STDIN, Case, detect, looks_like_json, open_input, read_cases, with_platform
 from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
 
@@ -210,6 +210,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             raise
         if not text.strip():  # as the readers say it of an empty file in a folder, or with --node
             raise InputError("the input is empty", source=source) from None
+        if (known := unread_outputs().said(text[:8192])) is not None:
+            raise InputError(known, source=source) from None
         first = text.lstrip()[:1]  # a prompt in brackets: JSON's complaint about its second character says nothing
         why = f"it starts with `{first}` but is no JSON" if first in ("[", "{") else f"JSON: {exc.reason}"
         raise InputError(f"neither a snapshot ({why}) nor telemetry a reader recognizes (a cut paste "

@@ -6,6 +6,7 @@ from .catalogs import load_sxid_catalog, load_xid_catalog
 from .platforms import all_platforms, platform_for_model, platform_name
 from .racks import all_racks
 from .thresholds import Rule, Thresholds, load_thresholds
+from .unread import unread_outputs
 from .verification import VerificationPolicy, load_verification
 from .watch import WatchPolicy, load_watch
 
@@ -25,4 +26,5 @@ __all__ = [
     "load_xid_catalog",
     "platform_for_model",
     "platform_name",
+    "unread_outputs",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..config.unread import unread_outputs
 from ..errors import InputError
 from ..values import limits
 from .base import HEAD_BYTES, IngestResult, Reader, Source, damaged_lines, input_text, not_utf8
@@ -96,9 +97,9 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
         else:
             source.rewrap(None)
     if not scored or scored[0][0] <= 0:
-        raise InputError(
-            "unrecognized format; force one with --format " + "|".join(sorted(available)), source=source.name
-        )
+        said = unread_outputs().said(source.head_text())
+        raise InputError(said or "unrecognized format; force one with --format " + "|".join(sorted(available)),
+                         source=source.name)
     if scored[0][1] != _PASTE and _PASTE in available and (whole := _past_head(source)) is not None \
             and available[_PASTE].sniff(whole) > scored[0][0]:
         return available[_PASTE]

@@ -404,19 +404,22 @@ PROMPTED = ("[root@l20a-new-j88eh3ma-000001 ~]# dcgmi dmon -e 1200,1201,1202,120
             "GPU 0      170836581862                36758094563894              77753928404                 0\n")
 
 
-def test_a_paste_after_a_bracketed_prompt_is_refused_as_unrecognized_not_as_broken_json(
-        tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("text", "refused"), [
+    (PROMPTED, "it is `dcgmi dmon`, which fabricbot does not read"),
+    ("[root@host ~]# fabric-probe --all\nport 3 ok\nport 4 ok\n", "--format")])
+def test_a_paste_after_a_bracketed_prompt_is_refused_as_what_it_is_not_as_broken_json(
+        text: str, refused: str, tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """`[root@host ~]# dcgmi dmon ...` starts with `[` as JSON does: `analyze FILE`, `ticket FILE` and `analyze -`
     answered 'not valid JSON: Expecting value at column 2' where `--node` and `ingest` name the format and --format.
-    Every door now refuses it as text no reader recognizes; a list or object that is broken is still JSON's error."""
-    paste = tmp_path / "dmon.txt"
-    paste.write_text(PROMPTED)
+    Every door now refuses it as the output fabricbot knows it is and does not read, or as text no reader
+    recognizes; a list or object that is broken is still JSON's error."""
+    paste = tmp_path / "paste.txt"
+    paste.write_text(text)
     said = [cli("analyze", str(paste)), cli("ticket", str(paste)), cli("render", str(paste))]
-    monkeypatch.setattr("sys.stdin", io.StringIO(PROMPTED))
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
     said.append(cli("analyze", "-"))
     for code, _, err in said:
-        assert code == 2 and "not valid JSON" not in err and "--format" in err, err
-    assert "unrecognized format" in said[1][2]
+        assert code == 2 and "not valid JSON" not in err and refused in err, err
     broken = tmp_path / "broken.json"
     for text in ('[\n  {"node_id": "n",', '{"node_id": "n",', "[1, 2"):
         broken.write_text(text)
