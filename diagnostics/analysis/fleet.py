@@ -23,6 +23,7 @@ from ..config.racks import rack_of
 from ..config.thresholds import (
     LINK_DOWN_RULE,
     MISSING_RULE,
+    OFF_BUS_RULE,
     Thresholds,
     load_thresholds,
 )
@@ -91,6 +92,18 @@ def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
     """How far back the rules look: the longest persistence span, plus one window for the starting reading."""
     windows = max([r.persist[1] for r in thresholds.rules if r.persist] + [1])
     return window * (windows + 1)
+
+
+def shared_loss(findings: list[Finding]) -> list[str]:
+    """Several GPUs of one node off the bus: a cause they share is likelier than each GPU failing, so the GPU swaps
+    their own findings plan are not the first step (each finding keeps its own, for the GPU that truly failed)."""
+    lost = [f for f in findings if any(c.rule == OFF_BUS_RULE for c in f.crossed)]
+    if len(lost) < 2:
+        return []
+    return [f"{fmt.count(len(lost), 'GPU')} fell off the bus ({', '.join(f.component for f in lost)}): a cause they "
+            "share (the PCIe switch or root port above them, the board's power, the platform) is likelier than "
+            f"{len(lost)} failing GPUs; check it (`lspci -tv` for what they hang from, the BMC's power and event "
+            "log) before swapping any GPU"]
 
 
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
@@ -287,6 +300,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             mine = [j for f in mine if (j := _restart_judged(f)) is not None]
         elif node in restarted:
             warnings[node].append(restarted[node])
+        warnings[node].extend(shared_loss(mine))
         found[node] = mine
     result.timings["findings_s"] = time.perf_counter() - started - result.timings["metrics_s"]
     rack_set = _racks_wanted(graph_of, racks, nodes, wanted)

@@ -110,6 +110,17 @@ def test_a_gpu_off_the_bus_is_urgent_as_a_slowdown_over_20_percent_is() -> None:
     assert "xid_off_bus" in _rules(d) and d.ticket_priority is Priority.URGENT
 
 
+def test_several_gpus_off_the_bus_point_first_to_what_they_share_not_to_each_gpu() -> None:
+    """Three GPUs lost at once (an NVIDIA forum thread: GPUs 06:00, 07:00 and 09:00 in one second) are a switch,
+    power or platform fault more likely than three GPU swaps; one GPU off the bus is its own."""
+    three = _diagnose({"link_samples": _links(), "events": events([_xid(79, 5.8, gpu=g) for g in (0, 1, 3)])})
+    (said,) = [w for w in three.warnings if "fell off the bus" in w]
+    assert said.startswith("3 GPUs fell off the bus (GPU 0, GPU 1, GPU 3): a cause they share")
+    assert three.ticket_priority is Priority.URGENT
+    one = _diagnose({"link_samples": _links(), "events": events([_xid(79, 5.8)])})
+    assert not any("fell off the bus (" in w for w in one.warnings)
+
+
 def test_restarts_are_found_for_every_node_in_one_pass_whatever_order_the_rows_come_in() -> None:
     """Each node's GPU restarts, and its reboot (every GPU restarted: the earliest of them), from one table of
     several nodes, the same whether it comes link by link (as the store hands it) or shuffled, read whole or a few
