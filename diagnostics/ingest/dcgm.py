@@ -33,6 +33,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import format as fmt
 from ..errors import InputError
@@ -118,7 +119,7 @@ class DcgmParser:
     families: dict[str, None] = field(default_factory=dict)  # the metrics its `# TYPE` lines name, in order
     sampled: dict[str, None] = field(default_factory=dict)  # the metrics its samples name, in order
     hosts: dict[str, None] = field(default_factory=dict)  # the hosts its labels name where `node_id` names the node
-    partial: bool = False  # `IngestResult.partial`: a source read is an excerpt (no HELP or TYPE line)
+    headerless: bool = False  # a source read holds samples and no HELP or TYPE line (see `_excerpt`)
     _series: dict[str, Series] = field(default_factory=dict)
     _names: dict[int, str] = field(default_factory=dict)  # column id -> name
     _meanings: SeriesMeanings = field(init=False)
@@ -146,9 +147,7 @@ class DcgmParser:
                                                  "sentinel (field not supported): read as no value"))
         if state.units - {"s", "ms"}:  # the exposition format's milliseconds, or OpenMetrics' seconds, go unsaid
             warn(IngestWarning(state.name, None, epoch_note("timestamps", [u for u in UNIT_NAMES if u in state.units])))
-        # the exporter writes a HELP and a TYPE line before every metric: lines without them were picked out (the
-        # analysis says why the GPUs they leave out are not judged missing)
-        self.partial |= self.samples > before and state.header is None
+        self.headerless |= self.samples > before and state.header is None
         if state.header is not None and state.header[1] > state.last_sample:
             warn(IngestWarning(state.name, state.header[1], f"metric {state.header[0]} announced but no samples "
                                                             "follow: the input is cut off here", cut=True))
@@ -318,7 +317,22 @@ class DcgmParser:
         tables["gpus"] = build_gpus(self.gpus)
         if self.node_id is None:  # a series no label names a host of names no node: the node the person asks about
             tables = {name: unnamed(frame) for name, frame in tables.items()}
-        return IngestResult(tables, [*warnings, *xid_warnings], partial=self.partial)
+        return IngestResult(tables, [*warnings, *xid_warnings],
+                            partial=self.headerless and _excerpt(tables["link_samples"]))
+
+
+def _excerpt(links: pd.DataFrame) -> bool:
+    """Whether a scrape without the exporter's HELP and TYPE lines (which it writes before every metric) is an excerpt
+    picked out by GPU (`grep 'gpu="3"'`): a node's series name one GPU, or fewer than half of those its highest
+    index implies. A whole scrape with its comments stripped names every GPU but a lost one, which stays missing (the
+    analysis says why the GPUs an excerpt leaves out are not judged missing)."""
+    if not len(links) or "gpu" not in links.columns:
+        return False
+    for _, gpus in links.groupby(links["node_id"].astype("string").fillna(""), sort=False)["gpu"]:
+        named = {int(g) for g in gpus.dropna().unique()}
+        if named and (len(named) == 1 or len(named) < (max(named) + 1) / 2):
+            return True
+    return False
 
 
 def mtime(source: Source) -> datetime | None:

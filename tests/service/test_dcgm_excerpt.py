@@ -1,6 +1,7 @@
 """Which GPUs a dcgm-exporter scrape leaves out, and why: the exporter writes a `# HELP` and a `# TYPE` line before
-every metric, so lines without them were picked out (`curl ... | grep 'gpu="3"'`) and the GPUs they leave out are
-not missing; a whole scrape that lacks a GPU still pages it, through the file and the store alike."""
+every metric, so lines without them that name few of the node's GPUs were picked out (`curl ... | grep 'gpu="3"'`)
+and the GPUs they leave out are not missing; a whole scrape that lacks a GPU still pages it, its comments stripped
+or not, through the file and the store alike."""
 
 from __future__ import annotations
 
@@ -57,13 +58,19 @@ def test_a_grepped_scrape_of_one_gpu_pages_no_other_gpu_through_file_and_store(t
         assert any("a dcgm-exporter excerpt" in w for w in got.warnings), got.warnings
 
 
-def test_a_whole_scrape_without_a_gpu_still_pages_it(tmp_path: Path) -> None:
-    for got in answers(tmp_path, [0, 1, 2, 4, 5, 6, 7], headed=True):
+@pytest.mark.parametrize("headed", [True, False])
+def test_a_whole_scrape_without_a_gpu_still_pages_it_its_comments_stripped_or_not(tmp_path: Path,
+                                                                                   headed: bool) -> None:
+    """`grep -v '^#'` strips every HELP and TYPE line of a whole scrape: the lost GPU is still paged."""
+    for got in answers(tmp_path, [0, 1, 2, 4, 5, 6, 7], headed=headed):
         assert missing(got) == ["GPU 3"] and got.ticket_priority == "urgent"
         assert not any("excerpt" in w for w in got.warnings)
 
 
-@pytest.mark.parametrize(("headed", "partial"), [(True, False), (False, True)])
-def test_a_scrape_is_an_excerpt_where_it_holds_no_help_or_type_line(headed: bool, partial: bool) -> None:
-    read = READER.read(Source.from_text(scrape([0, 1], 1_764_842_400_000, headed=headed), name="s.prom"))
-    assert read.partial is partial and len(read["link_samples"]) == 2 * 18
+@pytest.mark.parametrize(("gpus", "headed", "partial"), [
+    ([0, 1], True, False), ([3], False, True), ([0], False, True), ([2, 6], False, True), ([0, 1], False, False),
+    ([0, 1, 2, 4, 5, 6, 7], False, False)])
+def test_a_scrape_is_an_excerpt_where_it_holds_no_help_or_type_line_and_names_few_of_its_gpus(
+        gpus: list[int], headed: bool, partial: bool) -> None:
+    read = READER.read(Source.from_text(scrape(gpus, 1_764_842_400_000, headed=headed), name="s.prom"))
+    assert read.partial is partial and len(read["link_samples"]) == len(gpus) * 18
