@@ -29,8 +29,10 @@ _DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})
 _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
 _TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
-# dmesg's seconds since boot, or `dmesg -H`/`--reltime`'s seconds since the line before (`[  +0.000844]`)
+# dmesg's seconds since boot, or `dmesg -H`/`--reltime`'s seconds since the line before (`[  +0.000844]`), whose
+# first line of each minute states the minute instead (`[Jan21 10:23]`, no year)
 _UPTIME = re.compile(r"^\[\s*\+?\s*\d+\.\d+\]\s*")
+_MINUTE = re.compile(r"^\[(?:" + MONTH_WORD + r")\s?\d{1,2} \d{2}:\d{2}\]\s*")
 # /dev/kmsg records (`cat /dev/kmsg`, GPUd's kmsg watcher): `priority,sequence,microseconds since boot,flags;message`
 # (the kernel's Documentation/ABI/testing/dev-kmsg)
 _KMSG = re.compile(r"^\d+,\d+,\d+,[^;,\s]*(?:,[^;]*)?;")
@@ -41,6 +43,10 @@ _FANOUT = re.compile(r"^(?P<host>[^\s:\[\]]+):\s+(?=\[|kernel[:\[]|NVRM:|" + MON
                      r"(?:[A-Z][a-z]{2} )?\d{4}-\d{2}-\d{2}[T ])")
 _KERNEL = re.compile(r"^kernel:\s*")
 _HEAD = re.compile(r"^(.*?)(?:\bkernel[:\[]|NVRM:|nvidia-nvswitch|pcieport |nvidia \d)")  # what a prefix would be
+
+
+RELTIME_NOTE = ("`dmesg -H` times are seconds since the line before and minutes with no year: these events carry no "
+                "time of their own (`dmesg --time-format iso` prints one)")
 
 
 def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None, JournalSpan] | None = None,
@@ -86,6 +92,9 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
         host, body = match["host"], body[match.end():]
         out.once("monotonic", number, "journalctl -o short-monotonic times are seconds since boot; these events have "
                                       "no timestamp")
+    elif match := _MINUTE.match(body):
+        body = body[match.end():]
+        out.once("reltime", number, RELTIME_NOTE)
     elif match := _KMSG.match(body):
         body = body[match.end():]
         out.once("kmsg", number, "/dev/kmsg times are microseconds since boot, no time of day: these events carry "
@@ -96,13 +105,15 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
     body = _KERNEL.sub("", body)
     if match := _UPTIME.match(body):
         body = body[match.end():]
-        if ts is None:  # under a dated prefix (syslog's), the seconds since boot are only kept beside its time
-            out.once("uptime", number, "dmesg times are seconds since boot (`dmesg -H`: since the line before), no "
-                                       "time of day: these events carry none of their own")
+        if ts is None and "+" in match[0]:
+            out.once("reltime", number, RELTIME_NOTE)
+        elif ts is None:  # under a dated prefix (syslog's), the seconds since boot are only kept beside its time
+            out.once("uptime", number, "dmesg times are seconds since boot, no time of day: these events carry none "
+                                       "of their own")
     return body, ts, host
 
 
-_PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T, _KMSG)
+_PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T, _KMSG, _MINUTE)
 # the prefixes only a kernel log puts before each line: a log of none of the driver's lines is still a kernel log
 _KERNEL_ONLY = re.compile(r"^(?:\[\s*\+?\s*\d+\.\d+\]|\d+,\d+,\d+,[^;,\s]*(?:,[^;]*)?;|\S.*?\skernel:\s)")
 

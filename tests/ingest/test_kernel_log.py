@@ -362,3 +362,17 @@ def test_a_gpu_the_kernel_cannot_recover_from_a_fatal_pcie_error_is_off_the_bus_
     assert lost[["code", "pci_bus_id"]].values.tolist() == [[79, "0000:03:00.0"]]
     assert "can't recover (no error_detected callback)" in lost["text"].item()
     assert not any("none of the forms this reader knows" in w.message for w in result.warnings)
+
+
+def test_dmesg_h_minute_lines_are_a_prefix_and_its_times_are_said_as_its_own() -> None:
+    """`dmesg -H` states each minute's first line (`[Jan21 10:23]`) and the others' seconds since the line before:
+    both are prefixes read (no time), said as dmesg -H's, not as plain dmesg's seconds since boot."""
+    result = read_text("[Jan21 10:23] nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)\n"
+                       "[  +0.000921] nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)\n")
+    assert result["events"][["code", "pci_bus_id"]].values.tolist() == [[79, "0000:03:00.0"]]
+    said = [w.message for w in result.warnings]
+    assert not any("none of the forms this reader knows" in w for w in said)
+    assert any(w.startswith("`dmesg -H` times are seconds since the line before") for w in said)
+    plain = read_text("[ 5.123456] NVRM: Xid (PCI:0000:4e:00): 79, pid=1, GPU has fallen off the bus.\n")
+    assert [w.message for w in plain.warnings if "seconds since" in w.message] == [
+        "dmesg times are seconds since boot, no time of day: these events carry none of their own"]
