@@ -23,10 +23,15 @@ class UnreadOutputs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     output: list[UnreadOutput] = Field(default_factory=list)
+    read_beside: list[str] = Field(default_factory=list)  # lines a reader reads in other outputs: no refusal by name
 
     def said(self, head: str) -> str | None:
-        """Why the input is refused, where a line of its head starts as one of these outputs does."""
+        """Why the input is refused, where a line of its head starts as one of these outputs does; none where it
+        also names a GPU nvidia-smi could not reach (`... GPU is lost`), which the readers read in its other outputs:
+        a refusal by name would steer the engineer away from it (`read_beside`)."""
         lines = [line.strip() for line in head.splitlines()]
+        if any(_compiled(p).match(line) for p in self.read_beside for line in lines):
+            return None
         for out in self.output:
             form = _compiled(out.pattern)
             if any(form.match(line) for line in lines):

@@ -57,3 +57,10 @@ def test_an_output_not_read_is_refused_as_what_it_is_through_each_door(name: str
 
 def test_an_output_fabricbot_reads_is_not_taken_for_one_it_does_not() -> None:
     assert unread_outputs().said("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n\t Link 0: Replay Errors: 0\n") is None
+
+
+def test_a_gpu_nvidia_smi_could_not_reach_keeps_its_table_from_being_refused_by_name() -> None:
+    """`Unable to determine the device handle for GPU...: GPU is lost` above the summary table names a GPU off the
+    bus, which the readers read in nvidia-smi's other outputs: the refusal by name would steer the engineer away."""
+    lost = "Unable to determine the device handle for GPU0000:3A:00.0: GPU is lost.  Reboot the system\n"
+    assert unread_outputs().said(lost + OUTPUTS["nvidia-smi's summary table"]) is None
