@@ -19,7 +19,7 @@ from ..analysis import FleetAnalysis, JobExplanation, analyze_fleet, history_nee
 from ..analysis.boards import Boards
 from ..analysis.identity import gpu_identities, switch_buses
 from ..config.thresholds import Thresholds
-from ..enums import Priority
+from ..enums import Priority, priority_rank
 from ..errors import InputError
 from ..model import Diagnosis
 from ..names import matched_note, name_notes
@@ -186,7 +186,8 @@ def explain_job(source: Source, request: Request) -> Answer:
                            end_option=request.end_option)
     explanation = result.jobs.get(job)
     blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
-    node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
+    members = explanation.nodes if explanation and explanation.nodes else nodes
+    node = blamed[0] if blamed else max(members, key=lambda n: _gravity(result.diagnoses.get(n), -members.index(n)))
     others = _other_faults(result, explanation, job, node, nodes)
     if node in slots:  # as its rack answers it
         diagnosis = viewed(result.diagnoses[node], got, length, [*got.warnings, *others], asked_end=_asked(request))
@@ -195,6 +196,12 @@ def explain_job(source: Source, request: Request) -> Answer:
                       asked_end=_asked(request))
         diagnosis = named(seen, source.nodes())
     return Answer(diagnosis, result.graphs.get(node), result, got, explanation)
+
+
+def _gravity(d: Diagnosis | None, order: int) -> tuple[bool, int, int]:
+    """How grave a job's node's answer is: a fault first, then its priority; the job's first node on a tie (a job
+    no link explains is answered as its gravest node, not a healthy one beside a failing one)."""
+    return (d is not None and d.fault_detected, priority_rank(d.ticket_priority) if d is not None else -1, order)
 
 
 def _other_faults(result: FleetAnalysis, job: JobExplanation | None, job_id: str, answered: str,

@@ -52,3 +52,12 @@ def test_a_jobs_other_failing_node_is_named_through_each_door(tmp_path: Path, cl
     with local_bot(source=StoreNodeSource(tmp_path / "store")) as local:
         shown = summary_for(local, "job j1")
     assert esc(answers["store"][0]) in str(shown.blocks), shown.blocks
+
+
+def test_a_job_no_link_explains_is_answered_as_its_gravest_node(bundled_store: Path, cli: Cli) -> None:
+    """The bundled job 4408 runs on hpc-gpu-node-06 (healthy, listed first) and hpc-gpu-node-13 (a fatal SXid) and
+    has stopped: it was answered as node-06, "maintain routine monitoring", the fault a line below."""
+    code, out, err = cli("analyze", "--store", str(bundled_store), "--job", "4408", "--json")
+    answer = json.loads(out)
+    assert code == 0 and answer["node_id"] == "hpc-gpu-node-13" and answer["fault_detected"], err
+    assert not any(w.startswith("job 4408's other nodes") for w in answer["warnings"])
