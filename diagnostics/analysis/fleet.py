@@ -326,8 +326,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     for node in wanted:
         mine = found.get(node, [])
         named = {(f.link_type, f.gpu, f.link): f.component for f in mine}  # placed: a switch port named
-        notes = [*graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, []),
-                 *(f"{named[key]}: {said}" for key, said in untold.get(node, []) if key in named)]
+        notes = [*(f"{named[key]}: {said}" for key, said in untold.get(node, []) if key in named),  # the verdict's
+                 *graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, [])]  # caveat: said first
         if node in undated:
             readings, logged = undated[node]
             carry = "carries" if readings + logged == 1 else "carry"
