@@ -115,14 +115,14 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
 
 _PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T, _KMSG, _MINUTE)
 # the prefixes only a kernel log puts before each line: a log of none of the driver's lines is still a kernel log
-_KERNEL_ONLY = re.compile(r"^(?:\[\s*\+?\s*\d+\.\d+\]|\d+,\d+,\d+,[^;,\s]*(?:,[^;]*)?;|\S.*?\skernel:\s)")
+_KERNEL_ONLY = (_UPTIME, _MINUTE, _KMSG, re.compile(r"^\S.*?\skernel:\s"))
 
 
 def kernel_lines(head: str) -> bool:
-    """Whether most of the lines of `head` start as only a kernel log's do (dmesg's seconds since boot, a /dev/kmsg
-    record, a syslog or journal line from the kernel): a log with no NVIDIA line in it, which says so."""
+    """Whether most of the lines of `head` start as only a kernel log's do (dmesg's seconds since boot, `dmesg -H`'s,
+    a /dev/kmsg record, a syslog or journal line from the kernel): a log with no NVIDIA line in it, which says so."""
     lines = [line.strip() for line in head.splitlines() if line.strip()][:50]
-    kernel = sum(1 for line in lines if _KERNEL_ONLY.match(line))
+    kernel = sum(1 for line in lines if any(form.match(line) for form in _KERNEL_ONLY))
     return kernel >= 2 and kernel >= 0.6 * len(lines)
 
 
