@@ -187,7 +187,8 @@ def explain_job(source: Source, request: Request) -> Answer:
     explanation = result.jobs.get(job)
     blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
     members = explanation.nodes if explanation and explanation.nodes else nodes
-    node = blamed[0] if blamed else max(members, key=lambda n: _gravity(result.diagnoses.get(n), -members.index(n)))
+    node = blamed[0] if blamed else max(enumerate(members), key=lambda m: _gravity(result.diagnoses.get(m[1]),
+                                                                                  -m[0]))[1]
     others = _other_faults(result, explanation, job, node, nodes)
     if node in slots:  # as its rack answers it
         diagnosis = viewed(result.diagnoses[node], got, length, [*got.warnings, *others], asked_end=_asked(request))
